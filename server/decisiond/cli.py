@@ -1,0 +1,143 @@
+"""The ``decisiond`` command: ``serve`` a model, list ``models``.
+
+Run ``decisiond --help`` or ``decisiond serve --help`` for every flag; each flag also reads a
+``DECISIOND_*`` environment variable (see :mod:`decisiond.config`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .config import Settings, hf_offline_env
+from .manifest import Manifest, ManifestError, find_manifest, read_manifests
+
+log = logging.getLogger("decisiond")
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    """Flags that were given override the environment's settings."""
+    given = {k: v for k, v in vars(args).items() if v is not None and k in Settings.model_fields}
+    return Settings(**given)
+
+
+def _add_serve(sub: Any) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="serve POST /v1/systemone on a local model",
+        description="Serve the System One wire on one or more local models. The first --model is the default "
+        "and answers `jev-latest`. Weights are never downloaded: they come from a folder, an installed package "
+        "or the local Hugging Face cache, as each manifest says.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    serve.add_argument("--model", action="append", help="model name, alias or manifest path (repeatable)")
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port to bind (default 8000)")
+    serve.add_argument("--device", choices=["auto", "cpu", "cuda"], help="auto: CUDA when present (default auto)")
+    serve.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], help="auto: bf16 on CUDA, fp32 on CPU")
+    serve.add_argument("--models-dir", type=Path, help="folder of model manifests (default models)")
+    serve.add_argument("--max-batch-tokens", type=int, help="token budget of one micro-batch (default 16384)")
+    serve.add_argument("--max-wait-ms", type=float, help="micro-batch gathering window in ms (default 2)")
+    serve.add_argument("--max-queue", type=int, help="requests waiting before 503 (default 256)")
+    serve.add_argument("--request-timeout-s", type=float, help="longest queue wait before 503 (default 30)")
+    serve.add_argument("--max-body-bytes", type=int, help="largest request body, 413 above (default 16 MiB)")
+    serve.add_argument("--max-questions", type=int, help="questions per request (default 128)")
+    serve.add_argument("--max-levels", type=int, help="levels per score question (default 10)")
+    serve.add_argument("--max-state-tokens", type=int, help="state tokens per request (default 32768)")
+    serve.add_argument("--max-total-tokens", type=int, help="state + question tokens per request (default 65536)")
+    serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="default info")
+
+
+def _resolve_manifests(settings: Settings) -> list[Manifest]:
+    """Read every requested manifest and check its weights are here, before binding a port."""
+    manifests = [find_manifest(name, settings.models_dir) for name in settings.model]
+    for manifest in manifests:
+        path = manifest.weights_path()
+        log.info("%s: %s weights at %s", manifest.name, manifest.backend, path)
+    return manifests
+
+
+def serve(settings: Settings) -> int:
+    """Run the server until interrupted. Returns the process exit code."""
+    import uvicorn
+
+    from .app import create_app
+
+    try:
+        manifests = _resolve_manifests(settings)
+    except ManifestError as exc:
+        log.error("%s", exc)
+        return 2
+    app = create_app(settings, manifests=manifests)
+    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False)
+    server = uvicorn.Server(config)
+    runtime = app.state.runtime
+
+    def watch_load() -> None:
+        while runtime.status == "loading" and not server.should_exit:
+            time.sleep(0.2)
+        if runtime.status == "error":
+            log.error("stopping: %s", runtime.error)
+            server.should_exit = True
+        elif runtime.status == "ok":
+            log.info("ready on http://%s:%d", settings.host, server.config.port)
+
+    threading.Thread(target=watch_load, name="decisiond-load-watch", daemon=True).start()
+    server.run()
+    return 1 if runtime.status == "error" else 0
+
+
+def list_models(models_dir: Path) -> int:
+    """Print the manifests of ``models_dir``: name, aliases, backend, weights, whether present."""
+    try:
+        manifests = read_manifests(models_dir)
+    except ManifestError as exc:
+        log.error("%s", exc)
+        return 2
+    rows = [("NAME", "ALIASES", "BACKEND", "MODALITIES", "WEIGHTS")]
+    for m in manifests:
+        try:
+            m.weights_path()
+            where = m.weights.describe()
+        except ManifestError:
+            where = m.weights.describe() + " (missing)"
+        rows.append((m.name, ",".join(m.aliases) or "-", m.backend, ",".join(m.modalities), where))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())  # noqa: T201
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``decisiond`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="decisiond",
+        description="A local reference server for System One decision models (POST /v1/systemone).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_serve(sub)
+    models = sub.add_parser("models", help="list the models the manifests offer")
+    models.add_argument("--models-dir", type=Path, default=None, help="folder of model manifests (default models)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``decisiond`` console script."""
+    hf_offline_env()
+    args = build_parser().parse_args(argv)
+    level = getattr(args, "log_level", None) or "info"
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "models":
+        return list_models(args.models_dir or Settings().models_dir)
+    args.model = args.model or None
+    return serve(_settings(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

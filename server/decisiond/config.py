@@ -1,0 +1,84 @@
+"""Server settings: the one place that reads the environment.
+
+Every knob is a field of :class:`Settings`, read from ``DECISIOND_*`` environment variables and
+overridden by command-line flags (``decisiond serve --help``). Nothing else in the package reads
+``os.environ``; a convention test enforces it.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: Hard ceiling of options per choice question (spec/wire.md §2).
+MAX_CHOICE_OPTIONS = 255
+#: Default ceiling of levels per score question (spec/wire.md §2; a server setting).
+DEFAULT_MAX_SCORE_LEVELS = 10
+
+Device = Literal["auto", "cpu", "cuda"]
+DType = Literal["auto", "float32", "bfloat16", "float16"]
+
+
+class Settings(BaseSettings):
+    """Everything the server can be told, with the defaults a local user expects.
+
+    Environment variables use the prefix ``DECISIOND_`` (``DECISIOND_PORT=9000``). Lists are
+    JSON (``DECISIOND_MODEL='["minilm-l6"]'``).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="DECISIOND_", extra="ignore")
+
+    model: list[str] = Field(default_factory=lambda: ["minilm-l6"], description="models to serve; first is default")
+    models_dir: Path = Field(default=Path("models"), description="folder of model manifests (*.toml)")
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    device: Device = "auto"
+    dtype: DType = "auto"
+
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, description="largest request body (413 above)")
+    max_questions: int = Field(default=128, ge=1, description="questions per request")
+    max_options: int = Field(default=MAX_CHOICE_OPTIONS, ge=1, le=MAX_CHOICE_OPTIONS, description="options per choice")
+    max_levels: int = Field(default=DEFAULT_MAX_SCORE_LEVELS, ge=1, le=100, description="levels per score")
+    max_state_tokens: int = Field(default=32768, ge=16, description="state tokens per request")
+    max_total_tokens: int = Field(default=65536, ge=16, description="state + question tokens per request")
+
+    max_batch_tokens: int = Field(default=16384, ge=64, description="token budget of one micro-batch")
+    max_wait_ms: float = Field(default=2.0, ge=0.0, le=1000.0, description="micro-batch gathering window (ms)")
+    max_queue: int = Field(default=256, ge=1, description="requests waiting before 503")
+    request_timeout_s: float = Field(default=30.0, gt=0.0, description="longest wait in the queue before 503")
+
+    cache_entries: int = Field(default=50_000, ge=0, description="slot-embedding cache entries")
+    cache_bytes: int = Field(default=128 * 1024 * 1024, ge=0, description="slot-embedding cache bytes")
+
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _split_models(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part for part in value.split(",") if part]
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _at_least_one(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("at least one model is needed")
+        return value
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings from the environment (cached)."""
+    return Settings()
+
+
+def hf_offline_env() -> None:
+    """Force the Hugging Face libraries offline: weights are never downloaded at run time."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -1,0 +1,215 @@
+"""Model manifests: one TOML file per servable model under ``models/``.
+
+A manifest names the backend, where the weights are (never downloaded at run time), the device
+and dtype, the temperature, the token window, the templates, what media the model reads and the
+aliases it answers to. Backend-specific settings (``permutations``, ``family``, …) are extra
+top-level keys that the backend validates itself. See the README's field table.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .config import Device, DType
+
+
+class ManifestError(Exception):
+    """A manifest cannot be read, or names weights that are not on this machine. The message says
+    what is missing and how to get it."""
+
+
+class Weights(BaseModel):
+    """Where a model's files are: exactly one of ``path``, ``package`` or ``hub``.
+
+    Attributes:
+        path: a local folder or file, relative to the manifest's folder or absolute.
+        package: an installed Python distribution's import name; ``file`` is a path inside it.
+            The package is located, never imported.
+        hub: a Hugging Face id resolved only from the local cache at ``revision``.
+        gguf_file: a GGUF file name inside the resolved folder (read with transformers'
+            ``gguf_file=``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str | None = None
+    package: str | None = None
+    file: str | None = None
+    hub: str | None = None
+    revision: str | None = None
+    gguf_file: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Weights:
+        sources = [s for s in (self.path, self.package, self.hub) if s]
+        if len(sources) != 1:
+            raise ValueError("weights need exactly one of path, package or hub")
+        return self
+
+    def describe(self) -> str:
+        """Where the weights are said to be, in words."""
+        if self.package:
+            return f"package {self.package}" + (f" (file {self.file})" if self.file else "")
+        if self.hub:
+            return f"Hugging Face id {self.hub}" + (f"@{self.revision}" if self.revision else "")
+        return f"path {self.path}"
+
+    def resolve(self, base_dir: Path) -> Path:
+        """The local folder or file of the weights.
+
+        Raises:
+            ManifestError: the weights are not on this machine; the message says how to get them.
+        """
+        if self.package:
+            return _resolve_package(self.package, self.file)
+        if self.hub:
+            return _resolve_hub(self.hub, self.revision)
+        assert self.path is not None
+        path = Path(self.path).expanduser()
+        path = path if path.is_absolute() else (base_dir / path)
+        if not path.exists():
+            raise ManifestError(f"weights folder {path} does not exist; put the checkpoint there or fix `path`")
+        return path.resolve()
+
+
+def _resolve_package(package: str, file: str | None) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        dist = package.replace("_", "-")
+        raise ManifestError(f"the package {package} is not installed; install it with `pip install {dist}`")
+    root = Path(next(iter(spec.submodule_search_locations)))
+    path = root / file if file else root
+    if not path.exists():
+        raise ManifestError(f"{path} is not in the installed package {package}; reinstall it")
+    return path
+
+
+def _resolve_hub(repo_id: str, revision: str | None) -> Path:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    try:
+        return Path(snapshot_download(repo_id, revision=revision, local_files_only=True))
+    except (LocalEntryNotFoundError, FileNotFoundError, ValueError) as exc:
+        at = f" --revision {revision}" if revision else ""
+        raise ManifestError(
+            f"{repo_id} is not in the local Hugging Face cache; decisiond never downloads weights. "
+            f"On a connected machine run `hf download {repo_id}{at}` and copy the cache here"
+        ) from exc
+
+
+class Limits(BaseModel):
+    """Per-model overrides of the server's token budgets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_state_tokens: int | None = Field(default=None, ge=16)
+    max_total_tokens: int | None = Field(default=None, ge=16)
+
+
+Modality = Literal["text", "image", "audio", "video"]
+
+
+class Manifest(BaseModel):
+    """One servable model. Unknown top-level keys are kept for the backend (``backend_options``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    release_date: str = Field(default="2026-01-01", pattern=r"^\d{4}-\d{2}-\d{2}$")
+    aliases: list[str] = Field(default_factory=list)
+    backend: str
+    weights: Weights
+    device: Device | None = None
+    dtype: DType | None = None
+    temperature: float = Field(default=1.0, gt=0)
+    window: int = Field(default=256, ge=8, description="tokens the model reads at once")
+    overlap: int = Field(default=32, ge=0, description="tokens shared by consecutive windows of a long text")
+    modalities: list[Modality] = Field(default_factory=lambda: ["text"])
+    templates: dict[str, str] = Field(default_factory=dict)
+    limits: Limits = Field(default_factory=Limits)
+    source: Path | None = Field(default=None, exclude=True, description="the file this manifest was read from")
+
+    @model_validator(mode="after")
+    def _overlap_fits(self) -> Manifest:
+        if self.overlap >= self.window // 2:
+            raise ValueError(f"overlap {self.overlap} must be under half the window {self.window}")
+        return self
+
+    @property
+    def backend_options(self) -> dict[str, Any]:
+        """The extra keys, for the backend to validate."""
+        return dict(self.model_extra or {})
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder relative weights paths start from."""
+        return self.source.parent if self.source else Path.cwd()
+
+    def weights_path(self) -> Path:
+        """The resolved local weights (see :meth:`Weights.resolve`)."""
+        return self.weights.resolve(self.base_dir)
+
+    def names(self) -> list[str]:
+        """The name and every alias."""
+        return [self.name, *self.aliases]
+
+
+def read_manifest(path: Path) -> Manifest:
+    """Read and validate one manifest file.
+
+    Raises:
+        ManifestError: the file is missing, not TOML, or not a valid manifest (with the field).
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ManifestError(f"no manifest at {path}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ManifestError(f"{path} is not valid TOML: {exc}") from exc
+    try:
+        return Manifest.model_validate({**data, "source": path.resolve()})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ManifestError(f"{path} is not a valid manifest: {problems}") from exc
+
+
+def read_manifests(models_dir: Path) -> list[Manifest]:
+    """Every ``*.toml`` manifest in ``models_dir``, sorted by file name.
+
+    Raises:
+        ManifestError: the folder is missing, a manifest is invalid, or two claim one name.
+    """
+    if not models_dir.is_dir():
+        raise ManifestError(f"the models folder {models_dir} does not exist (set --models-dir)")
+    manifests = [read_manifest(p) for p in sorted(models_dir.glob("*.toml"))]
+    seen: dict[str, Path | None] = {}
+    for manifest in manifests:
+        for name in manifest.names():
+            if name in seen:
+                raise ManifestError(f"the name {name!r} is claimed by {seen[name]} and {manifest.source}")
+            seen[name] = manifest.source
+    return manifests
+
+
+def find_manifest(spec: str, models_dir: Path) -> Manifest:
+    """A manifest by name, alias, or path to a ``.toml`` file.
+
+    Raises:
+        ManifestError: nothing matches; the message lists what is available.
+    """
+    candidate = Path(spec)
+    if spec.endswith(".toml") or candidate.is_file():
+        return read_manifest(candidate)
+    manifests = read_manifests(models_dir) if models_dir.is_dir() else []
+    for manifest in manifests:
+        if spec in manifest.names():
+            return manifest
+    known = ", ".join(m.name for m in manifests) or "none"
+    raise ManifestError(f"no model named {spec!r} in {models_dir} (available: {known}); or pass a manifest path")

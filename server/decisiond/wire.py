@@ -1,0 +1,212 @@
+"""The System One wire as pydantic types, and every validation rule of spec/wire.md §2 and §5.
+
+Schema errors (wrong JSON types, a missing or unknown ``type``, a null level, map-form score
+criteria, an empty ``questions``) are raised by pydantic and answered 422 in FastAPI's shape.
+Limits that depend on server settings are checked by :func:`check_limits`: an empty id, a noul with
+nothing to ask and too many questions are 400 ``api_usage_error``; too many options or levels are
+422 in FastAPI's shape (see :class:`~decisiond.errors.LimitError`). Nothing here knows of tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictStr
+
+from .errors import ApiUsageError, LimitError
+
+#: Text the model reads: a string, or an object or array rendered as JSON. Never a number or bool.
+Text = StrictStr | dict[str, Any] | list[Any]
+
+QuestionType = Literal["noul", "choice", "score"]
+
+
+class _Lenient(BaseModel):
+    """Unknown fields are ignored (spec §2)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class NoulCriteria(_Lenient):
+    """What a yes and a no mean; either side may be absent or null."""
+
+    true: Text | None = None
+    false: Text | None = None
+
+
+class NoulQuestion(_Lenient):
+    """Is this true? Answered with the probability of yes."""
+
+    type: Literal["noul"]
+    instructions: Text | None = None
+    criteria: NoulCriteria | None = None
+
+
+class ChoiceQuestion(_Lenient):
+    """Which one of these options? Option key → description (``null``: the key is read)."""
+
+    type: Literal["choice"]
+    instructions: Text | None = None
+    criteria: dict[str, Text | None] = Field(min_length=1)
+
+
+class ScoreQuestion(_Lenient):
+    """Where on this ordered scale? Levels lowest first; level i has index i."""
+
+    type: Literal["score"]
+    instructions: Text | None = None
+    criteria: list[Text] = Field(min_length=1)
+
+
+Question = Annotated[NoulQuestion | ChoiceQuestion | ScoreQuestion, Field(discriminator="type")]
+
+
+class ImageAsset(_Lenient):
+    """One entry of the ``assets`` map: an image placed where its placeholder appears."""
+
+    type: StrictStr
+    format: StrictStr
+    data_base64: StrictStr
+
+
+class DecisionRequest(_Lenient):
+    """The body of ``POST /v1/systemone``."""
+
+    model: StrictStr | None = Field(default=None, description="absent, jev-latest or an alias: the default model")
+    state: Text = Field(description="what the questions are about: a string, an object or an array")
+    questions: dict[str, Question] = Field(min_length=1, description="question id → question, answered in order")
+    images: list[Any] | None = Field(default=None, description="base64 data URLs of images")
+    assets: dict[str, Any] | None = Field(default=None, description="placeholder → {type, format, data_base64}")
+    audio: Any = Field(default=None, description="refused unless the model reads audio")
+    video: Any = Field(default=None, description="refused unless the model reads video")
+
+    def media_kinds(self) -> list[str]:
+        """The kinds of media this request carries (``image``, ``audio``, ``video``)."""
+        kinds = []
+        if self.images or self.assets:
+            kinds.append("image")
+        if self.audio not in (None, [], {}):
+            kinds.append("audio")
+        if self.video not in (None, [], {}):
+            kinds.append("video")
+        return kinds
+
+
+class NoulAnswer(BaseModel):
+    """The probability that the statement is true."""
+
+    type: Literal["noul"] = "noul"
+    noul: float = Field(ge=0, le=1)
+
+
+class ChoiceAnswer(BaseModel):
+    """The winning option, a probability per option in the order asked, and the confidence."""
+
+    type: Literal["choice"] = "choice"
+    choice: str
+    probabilities: dict[str, float]
+    confidence: float = Field(ge=0, le=1)
+
+
+class ScoreAnswer(BaseModel):
+    """The expected level (fractional), the legend, a probability per level, and the confidence."""
+
+    type: Literal["score"] = "score"
+    score: float
+    legend: dict[str, Any]
+    probabilities: dict[str, float]
+    confidence: float = Field(ge=0, le=1)
+
+
+Answer = Annotated[NoulAnswer | ChoiceAnswer | ScoreAnswer, Field(discriminator="type")]
+
+
+class Usage(BaseModel):
+    """Tokens the model read for the whole request; a decision model writes none."""
+
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+
+
+class DecisionResponse(BaseModel):
+    """The 200 body of ``POST /v1/systemone``: one answer per question id, in request order."""
+
+    model: str
+    answers: dict[str, Answer]
+    usage: Usage
+    x_latency_ms: float
+
+
+class ModelCard(BaseModel):
+    """One entry of ``GET /v1/models``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    description: str
+    release_date: str
+
+
+class ModelList(BaseModel):
+    """The body of ``GET /v1/models``."""
+
+    models: list[ModelCard]
+
+
+class ErrorDetail(BaseModel):
+    """The ``detail`` of every error body other than a 422."""
+
+    error_type: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """``{"detail": {"error_type", "message"}}``."""
+
+    detail: ErrorDetail
+
+
+def _is_blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _describe(question_id: str) -> str:
+    """A question id as it may appear in a message: quoted, cut to 80 characters."""
+    shown = question_id if len(question_id) <= 80 else question_id[:77] + "..."
+    return repr(shown)
+
+
+def check_limits(
+    request: DecisionRequest, *, max_questions: int, max_options: int, max_levels: int
+) -> None:
+    """Apply the semantic limits of spec/wire.md §2 and §5.
+
+    Args:
+        request (DecisionRequest): a schema-valid request.
+        max_questions (int): questions per request.
+        max_options (int): options per choice (at most 255).
+        max_levels (int): levels per score.
+
+    Raises:
+        ApiUsageError: an empty id, a noul with nothing to ask, too many questions (400).
+        LimitError: too many options or levels (422, as jevcompat requires).
+    """
+    if len(request.questions) > max_questions:
+        raise ApiUsageError(f"{len(request.questions)} questions in one request; the limit is {max_questions}")
+    for question_id, question in request.questions.items():
+        if question_id == "":
+            raise ApiUsageError("a question id is empty; ids must be non-empty strings")
+        where = f"question {_describe(question_id)}"
+        loc = ["body", "questions", question_id, "criteria"]
+        if isinstance(question, ChoiceQuestion) and len(question.criteria) > max_options:
+            raise LimitError(loc, f"{where} has {len(question.criteria)} options; a choice takes 1 to {max_options}")
+        if isinstance(question, ScoreQuestion) and len(question.criteria) > max_levels:
+            raise LimitError(loc, f"{where} has {len(question.criteria)} levels; a score takes 1 to {max_levels}")
+        if isinstance(question, NoulQuestion) and _noul_is_empty(question):
+            raise ApiUsageError(f"{where} is a noul with neither instructions nor criteria: there is nothing to ask")
+
+
+def _noul_is_empty(question: NoulQuestion) -> bool:
+    criteria = question.criteria
+    no_criteria = criteria is None or (_is_blank(criteria.true) and _is_blank(criteria.false))
+    return _is_blank(question.instructions) and no_criteria
