@@ -63,7 +63,7 @@ def check_text(value: object, what: str, *, optional: bool = False) -> Any:
     if isinstance(value, bool | int | float) or not isinstance(value, str | Mapping | list | tuple | type(None)):
         raise ValueError(f"{what} must be text (a string, or a JSON object or array), not {type(value).__name__}")
     if is_blank(value):
-        raise ValueError(f"{what} is blank; give it words")
+        raise ValueError(f"{what} must not be blank")
     if isinstance(value, list):
         return tuple(value)
     if isinstance(value, Mapping):
