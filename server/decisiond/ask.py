@@ -55,8 +55,13 @@ class UsageError(Exception):
 class _Collect(argparse.Action):
     """Append ``(kind, values)`` to ``namespace.asked`` so questions keep the order they were given."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         asked = list(getattr(namespace, "asked", None) or [])
         asked.append((self.metavar_kind, [values] if isinstance(values, str) else list(values)))
         namespace.asked = asked
@@ -79,8 +84,11 @@ def add_ask_parser(sub: Any) -> None:
     )
     where = ask.add_argument_group("where to ask")
     where.add_argument("--url", help="a running server's base URL (e.g. http://127.0.0.1:8000)")
-    where.add_argument("--model", help="with --url: the server's model id (default: its default); "
-                       "without: a local model name, alias or manifest path (default minilm-l6)")
+    where.add_argument(
+        "--model",
+        help="with --url: the server's model id (default: its default); "
+        "without: a local model name, alias or manifest path (default minilm-l6)",
+    )
     where.add_argument("--path", default="/v1/systemone", help="with --url: the decision path (default /v1/systemone)")
     where.add_argument("--api-key", help="with --url: sent as Authorization: Bearer")
     where.add_argument("--timeout", type=float, default=60.0, help="with --url: seconds per attempt (default 60)")
@@ -92,19 +100,43 @@ def add_ask_parser(sub: Any) -> None:
     states.add_argument("--state-file", help="read the state from a file ('-': stdin)")
     what.add_argument("--state-json", action="store_true", help="parse the state as JSON (an object or array state)")
     questions = ask.add_argument_group("the questions (repeatable, asked in the order given)")
-    questions.add_argument("--choice", nargs="+", action=_Collect, const="choice", metavar="TEXT",
-                           help="instructions, then one or more options (key or key=description)")
-    questions.add_argument("--noul", nargs="+", action=_Collect, const="noul", metavar="TEXT",
-                           help="instructions, optionally followed by what yes means and what no means")
-    questions.add_argument("--score", nargs="+", action=_Collect, const="score", metavar="TEXT",
-                           help="instructions, then two or more levels, lowest first")
-    questions.add_argument("--id", action=_Collect, const="id", metavar="ID",
-                           help="the id of the question that follows (default: its kind, numbered when repeated)")
+    questions.add_argument(
+        "--choice",
+        nargs="+",
+        action=_Collect,
+        const="choice",
+        metavar="TEXT",
+        help="instructions, then one or more options (key or key=description)",
+    )
+    questions.add_argument(
+        "--noul",
+        nargs="+",
+        action=_Collect,
+        const="noul",
+        metavar="TEXT",
+        help="instructions, optionally followed by what yes means and what no means",
+    )
+    questions.add_argument(
+        "--score",
+        nargs="+",
+        action=_Collect,
+        const="score",
+        metavar="TEXT",
+        help="instructions, then two or more levels, lowest first",
+    )
+    questions.add_argument(
+        "--id",
+        action=_Collect,
+        const="id",
+        metavar="ID",
+        help="the id of the question that follows (default: its kind, numbered when repeated)",
+    )
     questions.add_argument("--request", help="a JSON request file in the wire's shape ('-': stdin)")
     out = ask.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the response body as JSON")
-    out.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="warning",
-                     help="default warning")
+    out.add_argument(
+        "--log-level", choices=["debug", "info", "warning", "error"], default="warning", help="default warning"
+    )
 
 
 # -- building the request --------------------------------------------------------------------
@@ -187,6 +219,29 @@ def _state(text: str, as_json: bool) -> Any:
         raise UsageError(f"--state-json: the state is not JSON (line {exc.lineno}, column {exc.colno})") from exc
 
 
+def _state_of(args: argparse.Namespace, stdin: TextIO) -> Any:
+    """The state the flags give, or None."""
+    if args.state is not None:
+        return _state(args.state, args.state_json)
+    if args.state_file is not None:
+        return _state(_read(args.state_file, stdin), args.state_json)
+    return None
+
+
+def _from_file(source: str, state: Any, stdin: TextIO) -> tuple[str | None, DecisionRequest]:
+    """A wire-shaped request file; a state from the flags replaces the file's."""
+    try:
+        body = json.loads(_read(source, stdin))
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--request is not JSON (line {exc.lineno}, column {exc.colno})") from exc
+    if state is not None and isinstance(body, dict):
+        body = {**body, "state": state}
+    try:
+        return request_from_wire(body)
+    except ValueError as exc:
+        raise UsageError(f"--request: {exc}") from exc
+
+
 def build_request(args: argparse.Namespace, stdin: TextIO) -> tuple[str | None, DecisionRequest]:
     """The model id (from a request file, if any) and the request the flags describe.
 
@@ -196,24 +251,11 @@ def build_request(args: argparse.Namespace, stdin: TextIO) -> tuple[str | None, 
     asked = getattr(args, "asked", None) or []
     if args.request == "-" and args.state_file == "-":
         raise UsageError("--request - and --state-file - cannot both read stdin")
-    state: Any = None
-    if args.state is not None:
-        state = _state(args.state, args.state_json)
-    elif args.state_file is not None:
-        state = _state(_read(args.state_file, stdin), args.state_json)
+    state = _state_of(args, stdin)
     if args.request is not None:
         if asked:
             raise UsageError("give the questions either by flags or by --request, not both")
-        try:
-            body = json.loads(_read(args.request, stdin))
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--request is not JSON (line {exc.lineno}, column {exc.colno})") from exc
-        if state is not None and isinstance(body, dict):
-            body = {**body, "state": state}
-        try:
-            return request_from_wire(body)
-        except ValueError as exc:
-            raise UsageError(f"--request: {exc}") from exc
+        return _from_file(args.request, state, stdin)
     if not asked:
         raise UsageError("ask at least one question: --choice, --noul, --score, or --request FILE")
     if state is None:
@@ -251,8 +293,9 @@ def render(request: DecisionRequest, response: DecisionResponse, *, unicode: boo
         answer = response[question_id]
         lines.append(f"{question_id}  ({question.kind}) {_short(question.instructions)}")
         if isinstance(answer, ChoiceAnswer):
-            lines += _rows([(_short(k, 40), p, k == answer.choice) for k, p in answer.probabilities.items()],
-                           full, empty)
+            lines += _rows(
+                [(_short(k, 40), p, k == answer.choice) for k, p in answer.probabilities.items()], full, empty
+            )
             lines.append(f"  -> {answer.choice}  (confidence {answer.confidence:.2f}, margin {answer.margin():.2f})")
         elif isinstance(answer, NoulAnswer):
             yes = answer.probability
@@ -261,10 +304,15 @@ def render(request: DecisionRequest, response: DecisionResponse, *, unicode: boo
         else:
             top = answer.top_level
             labels = [f"{i} {_short(level, 40)}" for i, level in enumerate(answer.legend)]
-            lines += _rows([(lab, p, i == top) for i, (lab, p) in enumerate(zip(labels, answer.probabilities,
-                                                                                 strict=True))], full, empty)
-            lines.append(f"  -> {answer.score:.2f} on 0..{len(answer.legend) - 1}, nearest {answer.level()} "
-                         f"{_short(answer.label(), 40)}  (confidence {answer.confidence:.2f})")
+            lines += _rows(
+                [(lab, p, i == top) for i, (lab, p) in enumerate(zip(labels, answer.probabilities, strict=True))],
+                full,
+                empty,
+            )
+            lines.append(
+                f"  -> {answer.score:.2f} on 0..{len(answer.legend) - 1}, nearest {answer.level()} "
+                f"{_short(answer.label(), 40)}  (confidence {answer.confidence:.2f})"
+            )
     tokens = f" · {response.input_tokens} input tokens" if response.input_tokens is not None else ""
     lines.append(f"model {response.model or '(not named)'}{tokens}")
     return "\n".join(lines)

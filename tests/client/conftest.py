@@ -32,8 +32,14 @@ MODELS = Path(__file__).resolve().parents[2] / "models"
 def _fake_service() -> Service:
     """A service over one FakeBackend named ``fake-1`` (alias ``fake``)."""
     settings = Settings(max_wait_ms=0)
-    manifest = Manifest(name="fake-1", aliases=["fake"], backend="fake", weights=Weights(path="."),
-                        description="keyword counts", release_date="2026-01-01")
+    manifest = Manifest(
+        name="fake-1",
+        aliases=["fake"],
+        backend="fake",
+        weights=Weights(path="."),
+        description="keyword counts",
+        release_date="2026-01-01",
+    )
     backend = FakeBackend()
     return Service([ServedModel(manifest, backend, start_engine(backend, settings))], settings)
 
@@ -101,8 +107,14 @@ def scripted() -> Iterator[Callable[[list[tuple[int, dict[str, str], Any]]], Scr
             def _answer(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                state.seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()},
-                                   json.loads(raw) if raw else None))
+                state.seen.append(
+                    (
+                        self.command,
+                        self.path,
+                        {k.lower(): v for k, v in self.headers.items()},
+                        json.loads(raw) if raw else None,
+                    )
+                )
                 status, headers, body = state.script[min(len(state.seen), len(state.script)) - 1]
                 data = json.dumps(body).encode()
                 self.send_response(status)

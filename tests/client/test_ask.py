@@ -19,13 +19,15 @@ TICKET = "I was charged twice for one order and I need the duplicate refunded to
 
 
 def test_flags_become_questions_in_order_with_ids() -> None:
-    questions = questions_from_flags([
-        ("choice", ["Which team?", "billing=Payments, refunds", "technical"]),
-        ("noul", ["Is it urgent?"]),
-        ("id", ["anger"]),
-        ("score", ["How angry?", "Calm", "Annoyed", "Furious"]),
-        ("noul", ["Is it polite?", "Says please", "Is rude"]),
-    ])
+    questions = questions_from_flags(
+        [
+            ("choice", ["Which team?", "billing=Payments, refunds", "technical"]),
+            ("noul", ["Is it urgent?"]),
+            ("id", ["anger"]),
+            ("score", ["How angry?", "Calm", "Annoyed", "Furious"]),
+            ("noul", ["Is it polite?", "Says please", "Is rude"]),
+        ]
+    )
     assert questions == {
         "choice": Choice("Which team?", {"billing": "Payments, refunds", "technical": None}),
         "noul": Noul.of("Is it urgent?"),
@@ -73,9 +75,28 @@ def stdin(monkeypatch: pytest.MonkeyPatch) -> Iterator[io.StringIO]:
 
 
 def test_ask_a_running_server_prints_bars(loopback_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["ask", "--url", loopback_url, "--state", "billing billing true furious",
-                 "--id", "team", "--choice", "Which team?", "billing", "technical",
-                 "--noul", "Is it?", "--score", "How angry?", "calm", "annoyed", "furious"])
+    code = main(
+        [
+            "ask",
+            "--url",
+            loopback_url,
+            "--state",
+            "billing billing true furious",
+            "--id",
+            "team",
+            "--choice",
+            "Which team?",
+            "billing",
+            "technical",
+            "--noul",
+            "Is it?",
+            "--score",
+            "How angry?",
+            "calm",
+            "annoyed",
+            "furious",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     lines = out.splitlines()
@@ -92,8 +113,20 @@ def test_ask_a_running_server_prints_bars(loopback_url: str, capsys: pytest.Capt
 def test_ask_a_running_server_for_json_with_a_request_on_stdin(
     loopback_url: str, stdin: io.StringIO, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    stdin.write(json.dumps({"state": "technical", "questions": {
-        "team": {"type": "choice", "instructions": "Which team?", "criteria": {"billing": None, "technical": None}}}}))
+    stdin.write(
+        json.dumps(
+            {
+                "state": "technical",
+                "questions": {
+                    "team": {
+                        "type": "choice",
+                        "instructions": "Which team?",
+                        "criteria": {"billing": None, "technical": None},
+                    }
+                },
+            }
+        )
+    )
     stdin.seek(0)
     assert main(["ask", "--url", loopback_url, "--request", "-", "--json"]) == 0
     body = json.loads(capsys.readouterr().out)
@@ -114,9 +147,20 @@ def test_an_unknown_local_model_exits_2(capsys: pytest.CaptureFixture[str]) -> N
 
 @pytest.mark.slow
 def test_ask_the_local_default_model(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["ask", "--model", "minilm-l6", "--state", TICKET,
-                 "--choice", "Which team should handle this ticket?", "billing=Payments, invoicing, refunds",
-                 "technical=Bugs, outages, integrations", "other=None of the above"])
+    code = main(
+        [
+            "ask",
+            "--model",
+            "minilm-l6",
+            "--state",
+            TICKET,
+            "--choice",
+            "Which team should handle this ticket?",
+            "billing=Payments, invoicing, refunds",
+            "technical=Bugs, outages, integrations",
+            "other=None of the above",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     lines = out.splitlines()

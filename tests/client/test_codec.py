@@ -28,7 +28,6 @@ from decisiond.client import (
     encode,
     request_from_wire,
 )
-
 from decisiond.service import Service
 
 STATE = "SECRET-STATE I was charged twice"
@@ -44,11 +43,20 @@ REQUEST = DecisionRequest(
 BODY: dict[str, Any] = {
     "model": "minilm-l6",
     "answers": {
-        "department": {"type": "choice", "choice": "billing",
-                       "probabilities": {"billing": 0.9381, "technical": 0.0391, "other": 0.0228}, "confidence": 0.9072},
+        "department": {
+            "type": "choice",
+            "choice": "billing",
+            "probabilities": {"billing": 0.9381, "technical": 0.0391, "other": 0.0228},
+            "confidence": 0.9072,
+        },
         "is_urgent": {"type": "noul", "noul": 0.81},
-        "frustration": {"type": "score", "score": 1.05, "legend": {"0": "Calm", "1": "Concerned but civil", "2": "Very angry"},
-                        "probabilities": {"0": 0.0, "1": 0.95, "2": 0.05}, "confidence": 0.925},
+        "frustration": {
+            "type": "score",
+            "score": 1.05,
+            "legend": {"0": "Calm", "1": "Concerned but civil", "2": "Very angry"},
+            "probabilities": {"0": 0.0, "1": 0.95, "2": 0.05},
+            "confidence": 0.925,
+        },
         "plain": {"type": "noul", "noul": 0.5},
     },
     "usage": {"input_tokens": 318, "output_tokens": 0},
@@ -61,12 +69,21 @@ def test_encode_is_the_wire_body() -> None:
         "model": "jev-latest",
         "state": STATE,
         "questions": {
-            "department": {"type": "choice", "instructions": "Which team?",
-                           "criteria": {"billing": "Payments, refunds", "technical": None, "other": None}},
-            "is_urgent": {"type": "noul", "instructions": "Is it urgent?",
-                          "criteria": {"true": "Names a deadline", "false": "No time pressure"}},
-            "frustration": {"type": "score", "instructions": "How frustrated?",
-                            "criteria": ["Calm", "Concerned but civil", "Very angry"]},
+            "department": {
+                "type": "choice",
+                "instructions": "Which team?",
+                "criteria": {"billing": "Payments, refunds", "technical": None, "other": None},
+            },
+            "is_urgent": {
+                "type": "noul",
+                "instructions": "Is it urgent?",
+                "criteria": {"true": "Names a deadline", "false": "No time pressure"},
+            },
+            "frustration": {
+                "type": "score",
+                "instructions": "How frustrated?",
+                "criteria": ["Calm", "Concerned but civil", "Very angry"],
+            },
             "plain": {"type": "noul", "instructions": "Is it a question?"},
         },
     }
@@ -100,21 +117,29 @@ def test_encode_renders_structured_states_as_json() -> None:
     q = {"q": Noul.of("Is it?")}
     assert encode(None, DecisionRequest({"b": 1, "a": [1, 2]}, q))["state"] == {"b": 1, "a": [1, 2]}
     assert encode(None, DecisionRequest(Ticket("hi", "pro"), q))["state"] == {"text": "hi", "tier": "pro"}
-    assert encode(None, DecisionRequest(TicketModel(text="hi", tags=("x",)), q))["state"] == {"text": "hi", "tags": ["x"]}
+    assert encode(None, DecisionRequest(TicketModel(text="hi", tags=("x",)), q))["state"] == {
+        "text": "hi",
+        "tags": ["x"],
+    }
     structured = encode(None, DecisionRequest("s", {"q": Noul({"ask": "Is it?", "why": ["a"]}, yes={"w": 1}, no="n")}))
-    assert structured["questions"]["q"] == {"type": "noul", "instructions": {"ask": "Is it?", "why": ["a"]},
-                                           "criteria": {"true": {"w": 1}, "false": "n"}}
+    assert structured["questions"]["q"] == {
+        "type": "noul",
+        "instructions": {"ask": "Is it?", "why": ["a"]},
+        "criteria": {"true": {"w": 1}, "false": "n"},
+    }
     json.dumps(structured)
 
 
 def test_decode_reads_every_answer_in_the_order_asked() -> None:
     response = decode(BODY, REQUEST)
     assert list(response) == ["department", "is_urgent", "frustration", "plain"]
-    assert response.choice("department") == ChoiceAnswer("billing", {"billing": 0.9381, "technical": 0.0391,
-                                                                      "other": 0.0228}, 0.9072)
+    assert response.choice("department") == ChoiceAnswer(
+        "billing", {"billing": 0.9381, "technical": 0.0391, "other": 0.0228}, 0.9072
+    )
     assert response.noul("is_urgent") == NoulAnswer(0.81)
-    assert response.score("frustration") == ScoreAnswer(1.05, [0.0, 0.95, 0.05],
-                                                        ["Calm", "Concerned but civil", "Very angry"], 0.925)
+    assert response.score("frustration") == ScoreAnswer(
+        1.05, [0.0, 0.95, 0.05], ["Calm", "Concerned but civil", "Very angry"], 0.925
+    )
     assert response.model == "minilm-l6"
     assert response.input_tokens == 318
     assert response.ok and response.reason is None
@@ -132,7 +157,11 @@ def test_decode_is_lenient_about_extra_fields_anywhere() -> None:
     body["usage"]["cost"] = 0.01
     response = decode(body, REQUEST)
     assert list(response) == ["department", "is_urgent", "frustration", "plain"]
-    assert dict(response.choice("department").probabilities) == {"billing": 0.9381, "technical": 0.0391, "other": 0.0228}
+    assert dict(response.choice("department").probabilities) == {
+        "billing": 0.9381,
+        "technical": 0.0391,
+        "other": 0.0228,
+    }
 
 
 def test_decode_reads_model_and_tokens_as_none_when_absent() -> None:
@@ -163,32 +192,66 @@ def _broken(path: list[str], value: Any = ...) -> dict[str, Any]:
         pytest.param(_broken(["answers"]), None, "answers", id="no-answers"),
         pytest.param(_broken(["answers"], []), None, "answers", id="answers-not-an-object"),
         pytest.param(_broken(["answers", "plain"]), "plain", "answers", id="missing-answer"),
-        pytest.param(_broken(["answers", "department", "choice"], "refunds"), "department", "choice", id="winner-not-an-option"),
+        pytest.param(
+            _broken(["answers", "department", "choice"], "refunds"), "department", "choice", id="winner-not-an-option"
+        ),
         pytest.param(_broken(["answers", "department", "choice"]), "department", "choice", id="missing-choice"),
-        pytest.param(_broken(["answers", "department", "probabilities"]), "department", "probabilities",
-                     id="missing-probabilities"),
-        pytest.param(_broken(["answers", "department", "probabilities", "technical"]), "department",
-                     "probabilities.technical", id="missing-option-probability"),
-        pytest.param(_broken(["answers", "frustration", "probabilities", "2"]), "frustration", "probabilities.2",
-                     id="missing-level-probability"),
+        pytest.param(
+            _broken(["answers", "department", "probabilities"]),
+            "department",
+            "probabilities",
+            id="missing-probabilities",
+        ),
+        pytest.param(
+            _broken(["answers", "department", "probabilities", "technical"]),
+            "department",
+            "probabilities.technical",
+            id="missing-option-probability",
+        ),
+        pytest.param(
+            _broken(["answers", "frustration", "probabilities", "2"]),
+            "frustration",
+            "probabilities.2",
+            id="missing-level-probability",
+        ),
         pytest.param(_broken(["answers", "is_urgent", "noul"], "0.8"), "is_urgent", "noul", id="noul-not-a-number"),
         pytest.param(_broken(["answers", "is_urgent", "noul"], True), "is_urgent", "noul", id="noul-a-boolean"),
         pytest.param(_broken(["answers", "is_urgent", "noul"]), "is_urgent", "noul", id="noul-missing"),
         pytest.param(_broken(["answers", "frustration", "score"]), "frustration", "score", id="missing-score"),
-        pytest.param(_broken(["answers", "frustration", "score"], "high"), "frustration", "score", id="score-not-a-number"),
-        pytest.param(_broken(["answers", "frustration", "score"], 2.5), "frustration", "score", id="score-off-the-scale"),
-        pytest.param(_broken(["answers", "department", "confidence"]), "department", "confidence",
-                     id="choice-without-confidence"),
-        pytest.param(_broken(["answers", "frustration", "confidence"]), "frustration", "confidence",
-                     id="score-without-confidence"),
-        pytest.param(_broken(["answers", "department", "probabilities", "billing"], 1.2), "department",
-                     "probabilities.billing", id="probability-above-1"),
-        pytest.param(_broken(["answers", "frustration", "probabilities", "0"], -0.1), "frustration",
-                     "probabilities.0", id="probability-below-0"),
+        pytest.param(
+            _broken(["answers", "frustration", "score"], "high"), "frustration", "score", id="score-not-a-number"
+        ),
+        pytest.param(
+            _broken(["answers", "frustration", "score"], 2.5), "frustration", "score", id="score-off-the-scale"
+        ),
+        pytest.param(
+            _broken(["answers", "department", "confidence"]), "department", "confidence", id="choice-without-confidence"
+        ),
+        pytest.param(
+            _broken(["answers", "frustration", "confidence"]),
+            "frustration",
+            "confidence",
+            id="score-without-confidence",
+        ),
+        pytest.param(
+            _broken(["answers", "department", "probabilities", "billing"], 1.2),
+            "department",
+            "probabilities.billing",
+            id="probability-above-1",
+        ),
+        pytest.param(
+            _broken(["answers", "frustration", "probabilities", "0"], -0.1),
+            "frustration",
+            "probabilities.0",
+            id="probability-below-0",
+        ),
         pytest.param(_broken(["answers", "is_urgent", "noul"], 1.5), "is_urgent", "noul", id="noul-above-1"),
-        pytest.param(_broken(["answers", "department", "confidence"], math.nan), "department", "confidence",
-                     id="confidence-nan"),
-        pytest.param(_broken(["answers", "is_urgent", "type"], "choice"), "is_urgent", "type", id="answered-in-another-shape"),
+        pytest.param(
+            _broken(["answers", "department", "confidence"], math.nan), "department", "confidence", id="confidence-nan"
+        ),
+        pytest.param(
+            _broken(["answers", "is_urgent", "type"], "choice"), "is_urgent", "type", id="answered-in-another-shape"
+        ),
     ],
 )
 def test_decode_refuses_what_is_not_an_answer(body: Any, question_id: str | None, field: str) -> None:
@@ -211,8 +274,12 @@ def test_a_response_that_answered_nothing_raises_its_reason_when_an_answer_is_re
     response = DecisionResponse.failed("HTTP 503 overloaded_error: queue full")
     assert not response.ok
     assert response.reason == "HTTP 503 overloaded_error: queue full"
-    for read in (lambda: response.answers, lambda: response["department"], lambda: response.choice("department"),
-                 lambda: list(response)):
+    for read in (
+        lambda: response.answers,
+        lambda: response["department"],
+        lambda: response.choice("department"),
+        lambda: list(response),
+    ):
         with pytest.raises(NoAnswerError, match="queue full"):
             read()
 
@@ -226,7 +293,9 @@ def test_request_from_wire_round_trips_encode() -> None:
 
 def test_request_from_wire_refuses_what_the_vocabulary_refuses() -> None:
     with pytest.raises(ValueError, match="question 'q'.*at least two levels"):
-        request_from_wire({"state": "s", "questions": {"q": {"type": "score", "instructions": "How?", "criteria": ["a"]}}})
+        request_from_wire(
+            {"state": "s", "questions": {"q": {"type": "score", "instructions": "How?", "criteria": ["a"]}}}
+        )
     with pytest.raises(ValueError, match="question 'q' has type 'poll'"):
         request_from_wire({"state": "s", "questions": {"q": {"type": "poll"}}})
     with pytest.raises(ValueError, match="needs a state"):
@@ -237,8 +306,11 @@ def test_encode_then_server_then_decode_round_trips_with_exact_numbers(fake_serv
     """The body encode writes is what the server reads, and what it answers decodes against the request."""
     request = DecisionRequest(
         "billing billing true furious",
-        {"team": Choice.of("Which team?", "billing", "technical"), "yes": Noul.of("Is it?"),
-         "anger": Score.of("How angry?", "calm", "annoyed", "furious")},
+        {
+            "team": Choice.of("Which team?", "billing", "technical"),
+            "yes": Noul.of("Is it?"),
+            "anger": Score.of("How angry?", "calm", "annoyed", "furious"),
+        },
     )
     decision = asyncio.run(fake_service.decide(wire.DecisionRequest.model_validate(encode("fake-1", request))))
     response = decode(json.loads(json.dumps(decision.body)), request)

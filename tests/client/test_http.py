@@ -30,8 +30,11 @@ from decisiond.service import Service
 E = math.e
 REQUEST = DecisionRequest(
     "billing billing true furious",
-    {"team": Choice.of("Which team?", "billing", "technical"), "yes": Noul.of("Is it?"),
-     "anger": Score.of("How angry?", "calm", "annoyed", "furious")},
+    {
+        "team": Choice.of("Which team?", "billing", "technical"),
+        "yes": Noul.of("Is it?"),
+        "anger": Score.of("How angry?", "calm", "annoyed", "furious"),
+    },
 )
 ANSWER = {"model": "m", "answers": {"q": {"type": "noul", "noul": 0.25}}, "usage": {"input_tokens": 4}}
 NOUL = DecisionRequest("SECRET-STATE", {"q": Noul.of("Is it?")})
@@ -116,8 +119,12 @@ def test_key_headers_extra_and_path_reach_the_server(scripted: Callable[..., Any
     assert (method, path) == ("POST", "/decisions")
     assert headers["authorization"] == "Bearer sk-test"
     assert headers["x-tenant"] == "t1"
-    assert body == {"model": "m-1", "state": "SECRET-STATE", "session_id": "s-9",
-                    "questions": {"q": {"type": "noul", "instructions": "Is it?"}}}
+    assert body == {
+        "model": "m-1",
+        "state": "SECRET-STATE",
+        "session_id": "s-9",
+        "questions": {"q": {"type": "noul", "instructions": "Is it?"}},
+    }
     assert response.noul("q").probability == 0.25
     assert "sk-test" not in repr(client)
 
@@ -222,7 +229,10 @@ def test_a_200_that_is_not_json_or_not_an_answer_is_a_decode_error() -> None:
 
 
 def test_url_joining_and_retry_after_parsing() -> None:
-    assert join_url("https://api.example.com/decisions/", "/v1/systemone") == "https://api.example.com/decisions/v1/systemone"
+    assert (
+        join_url("https://api.example.com/decisions/", "/v1/systemone")
+        == "https://api.example.com/decisions/v1/systemone"
+    )
     assert join_url("https://api.example.com/run", "/") == "https://api.example.com/run"
     assert retry_after_seconds("7") == 7.0
     assert retry_after_seconds(None) is None
@@ -244,9 +254,11 @@ def test_the_client_package_imports_neither_torch_nor_the_server() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, decisiond.client; "
-            "bad = [m for m in sys.modules if m == 'torch' or m.startswith('decisiond.') "
-            "and not m.startswith('decisiond.client')]; print(bad)")
+    code = (
+        "import sys, decisiond.client; "
+        "bad = [m for m in sys.modules if m == 'torch' or m.startswith('decisiond.') "
+        "and not m.startswith('decisiond.client')]; print(bad)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -258,8 +270,12 @@ def test_client_on_the_real_default_model(client_minilm_service: Service) -> Non
     app = create_app(client_minilm_service.settings, service=client_minilm_service)
     request = DecisionRequest(
         "I was charged twice for one order and I need the duplicate refunded today.",
-        {"department": Choice("Which team should handle this ticket?",
-                              {"billing": "Payments, invoicing, refunds", "technical": None, "other": "None of the above"})},
+        {
+            "department": Choice(
+                "Which team should handle this ticket?",
+                {"billing": "Payments, invoicing, refunds", "technical": None, "other": "None of the above"},
+            )
+        },
     )
     with TestClient(app) as http:
         response = DecisionClient("http://testserver", http_client=http).decide("jev-latest", request)

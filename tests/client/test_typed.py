@@ -70,10 +70,15 @@ TICKET = "I was charged twice for one order and I need the duplicate refunded to
 
 def test_questions_are_read_from_the_fields_in_order() -> None:
     assert questions_of(Triage) == {
-        "department": Choice("Which team should handle this ticket?",
-                             {"billing": "Payments, invoicing, refunds", "technical": None, "other": "None of the above"}),
-        "is_urgent": Noul("Does the ticket explicitly communicate time pressure?",
-                          yes="Names a deadline, or says now or today", no="No time pressure is expressed"),
+        "department": Choice(
+            "Which team should handle this ticket?",
+            {"billing": "Payments, invoicing, refunds", "technical": None, "other": "None of the above"},
+        ),
+        "is_urgent": Noul(
+            "Does the ticket explicitly communicate time pressure?",
+            yes="Names a deadline, or says now or today",
+            no="No time pressure is expressed",
+        ),
         "frustration": Score.of("How frustrated is the customer?", "Calm", "Concerned but civil", "Very angry"),
     }
     assert request_for(Triage, TICKET).state == TICKET
@@ -134,8 +139,12 @@ def _body(department: dict[str, float], urgent: float, anger: list[float], score
         "answers": {
             "department": {"type": "choice", "choice": winner, "probabilities": department, "confidence": 0.5},
             "is_urgent": {"type": "noul", "noul": urgent},
-            "frustration": {"type": "score", "score": score,
-                            "probabilities": {str(i): p for i, p in enumerate(anger)}, "confidence": 0.3},
+            "frustration": {
+                "type": "score",
+                "score": score,
+                "probabilities": {str(i): p for i, p in enumerate(anger)},
+                "confidence": 0.3,
+            },
         },
     }
 

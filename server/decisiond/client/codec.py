@@ -21,7 +21,7 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic_core import to_jsonable_python
 
@@ -37,6 +37,8 @@ from .vocabulary import (
     Score,
     ScoreAnswer,
 )
+
+A = TypeVar("A", ChoiceAnswer, NoulAnswer, ScoreAnswer)
 
 #: The request path of the class.
 PATH = "/v1/systemone"
@@ -152,7 +154,7 @@ class DecisionResponse:
         return _kind(self[question_id], ScoreAnswer, question_id)
 
 
-def _kind(answer: Answer, cls: type[Any], question_id: str) -> Any:
+def _kind(answer: Answer, cls: type[A], question_id: str) -> A:
     if not isinstance(answer, cls):
         raise TypeError(f"question {question_id!r} was answered as a {answer.kind}, not a {cls.kind}")
     return answer
@@ -225,8 +227,9 @@ def decode_answer(answer: Any, question: Question, question_id: str) -> Answer:
         raise DecodeError("no answer to this question", question_id=question_id, field="answers")
     sent_type = answer.get("type")
     if sent_type is not None and sent_type != question.kind:
-        raise DecodeError(f"answered as {str(sent_type)[:20]!r}, asked as {question.kind!r}",
-                          question_id=question_id, field="type")
+        raise DecodeError(
+            f"answered as {str(sent_type)[:20]!r}, asked as {question.kind!r}", question_id=question_id, field="type"
+        )
     if isinstance(question, Choice):
         return _decode_choice(answer, question, question_id)
     if isinstance(question, Score):
@@ -278,7 +281,7 @@ def question_from_wire(question_id: str, body: Any) -> Question:
     if not isinstance(body, Mapping):
         raise ValueError(f"question {question_id!r} is not an object")
     kind = body.get("type")
-    instructions = body.get("instructions")
+    instructions: Any = body.get("instructions")
     criteria = body.get("criteria")
     try:
         if kind == "choice":

@@ -282,9 +282,7 @@ class DecisionClient(_Base):
         response = self._send("POST", self.url, self.body(model, request, extra))
         return decode(self.read_json(response), request)
 
-    def decide_as(
-        self, model: str | None, output: type[T], state: Any, *, extra: Mapping[str, Any] | None = None
-    ) -> T:
+    def decide_as(self, model: str | None, output: type[T], state: Any, *, extra: Mapping[str, Any] | None = None) -> T:
         """Ask the questions a typed decision declares and return an instance of it.
 
         See :mod:`decisiond.client.typed`. Raises what :meth:`decide` raises, and ValueError for a

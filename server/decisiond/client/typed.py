@@ -194,7 +194,9 @@ def _question(name: str, annotation: Any, instructions: str | None) -> v.Questio
         if origin is NoulOf and args:
             criteria = getattr(args[0], "criteria", None)
             if not callable(criteria):
-                raise ValueError(f"NoulOf[...] takes a class with a criteria() -> (yes, no) classmethod, not {args[0]!r}")
+                raise ValueError(
+                    f"NoulOf[...] takes a class with a criteria() -> (yes, no) classmethod, not {args[0]!r}"
+                )
             yes, no = criteria()
             return v.Noul(instructions, yes=yes, no=no)
         if origin is Noul:
