@@ -277,8 +277,8 @@ def test_client_on_the_real_default_model(client_minilm_service: Service) -> Non
             )
         },
     )
-    with TestClient(app) as http:
-        response = DecisionClient("http://testserver", http_client=http).decide("jev-latest", request)
+    http = TestClient(app)  # no lifespan: it would close the session's shared service
+    response = DecisionClient("http://testserver", http_client=http).decide("jev-latest", request)
     assert response.model == "minilm-l6"
     assert response.choice("department").choice == "billing"
     assert response.choice("department").confidence > 0.5

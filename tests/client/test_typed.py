@@ -200,8 +200,8 @@ def test_triage_on_the_real_default_model(client_minilm_service: Service) -> Non
     from decisiond.app import create_app
 
     app = create_app(client_minilm_service.settings, service=client_minilm_service)
-    with TestClient(app) as http:
-        triage = DecisionClient("http://testserver", http_client=http).decide_as(None, Triage, TICKET)
+    http = TestClient(app)  # no lifespan: it would close the session's shared service
+    triage = DecisionClient("http://testserver", http_client=http).decide_as(None, Triage, TICKET)
     assert triage.department.choice is Dept.BILLING
     assert triage.department.confidence > 0.5
     assert triage.department.ranked()[0][0] is Dept.BILLING
