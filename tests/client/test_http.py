@@ -21,6 +21,7 @@ from decisiond.client import (
     DecisionConnectionError,
     DecisionRequest,
     DecodeError,
+    NoAnswerError,
     Noul,
     Score,
 )
@@ -109,6 +110,25 @@ def test_sync_and_async_clients_over_loopback(loopback_url: str) -> None:
 
     for response in asyncio.run(run()):
         _check_exact(response)
+
+
+def test_decide_many_answers_each_request_and_turns_failures_into_responses_without_answers(fake_app: FastAPI) -> None:
+    refused = DecisionRequest("hi", {"q": Noul({"ask": "Is it?"}, yes="y", no="n")})
+    unknown_model = DecisionRequest(42, {"q": Noul.of("Is it?")})
+
+    async def run() -> list[Any]:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=fake_app)) as http:
+            client = AsyncDecisionClient("http://test", http_client=http)
+            return await client.decide_many("fake", [REQUEST, unknown_model, refused, REQUEST], concurrency=2)
+
+    first, failed, answered, last = asyncio.run(run())
+    _check_exact(first)
+    _check_exact(last)
+    assert answered.ok
+    assert not failed.ok
+    assert failed.reason is not None and failed.reason.startswith("HTTP 422")
+    with pytest.raises(NoAnswerError, match="HTTP 422"):
+        failed.noul("q")
 
 
 def test_key_headers_extra_and_path_reach_the_server(scripted: Callable[..., Any]) -> None:

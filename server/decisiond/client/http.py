@@ -13,7 +13,7 @@ import asyncio
 import email.utils
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -21,7 +21,7 @@ import httpx
 from pydantic import BaseModel
 
 from .codec import PATH, DecisionResponse, decode, encode
-from .errors import DecisionAPIError, DecisionConnectionError, DecodeError
+from .errors import DecisionAPIError, DecisionClientError, DecisionConnectionError, DecodeError
 from .vocabulary import DecisionRequest
 
 T = TypeVar("T", bound=BaseModel)
@@ -359,6 +359,34 @@ class AsyncDecisionClient(_Base):
         """See :meth:`DecisionClient.decide`."""
         response = await self._send("POST", self.url, self.body(model, request, extra))
         return decode(self.read_json(response), request)
+
+    async def decide_many(
+        self,
+        model: str | None,
+        requests: Sequence[DecisionRequest],
+        *,
+        concurrency: int = 8,
+        extra: Mapping[str, Any] | None = None,
+    ) -> list[DecisionResponse]:
+        """Ask many requests, at most ``concurrency`` at a time; never raises for one request.
+
+        Returns:
+            list[DecisionResponse]: one per request, in order. A request the server refused, or that
+            got no response or an unreadable one, is a :meth:`DecisionResponse.failed` response whose
+            ``reason`` is the error's message: reading an answer from it raises that reason.
+        """
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(request: DecisionRequest) -> DecisionResponse:
+            async with gate:
+                try:
+                    return await self.decide(model, request, extra)
+                except DecisionClientError as exc:
+                    return DecisionResponse.failed(str(exc))
+
+        return list(await asyncio.gather(*(one(request) for request in requests)))
 
     async def decide_as(
         self, model: str | None, output: type[T], state: Any, *, extra: Mapping[str, Any] | None = None
