@@ -8,7 +8,7 @@ port="$(python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 log="$(mktemp)"
 decisiond serve --port "$port" "$@" >"$log" 2>&1 &
 pid=$!
-trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -f "$log"' EXIT
+trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -f "$log"' EXIT
 for _ in $(seq 1 240); do
   if curl -sf "http://127.0.0.1:$port/health" 2>/dev/null | grep -q '"ok"'; then break; fi
   if ! kill -0 "$pid" 2>/dev/null; then echo "decisiond exited:" >&2; cat "$log" >&2; exit 1; fi

@@ -211,14 +211,14 @@ def create_app(
 
 def _add_routes(app: FastAPI) -> None:
     @app.post("/v1/systemone", response_model=DecisionResponse, responses=_ERRORS, tags=["decisions"], name="decide")
-    async def decide(request: DecisionRequest, service: ServiceDep) -> JSONResponse:
+    async def decide(request: DecisionRequest, service: ServiceDep, http: Request) -> JSONResponse:
         """Answer typed questions about one state.
 
         Example: ``{"state": "I was charged twice.", "questions": {"refund": {"type": "noul",
         "instructions": "Does the customer ask for money back?"}}}`` →
         ``{"model": "minilm-l6", "answers": {"refund": {"type": "noul", "noul": 0.71}}, ...}``
         """
-        decision = await service.decide(request)
+        decision = await service.decide(request, is_disconnected=http.is_disconnected)
         return JSONResponse(decision.body)
 
     @app.get("/v1/models", response_model=ModelList, tags=["models"], name="list_models")

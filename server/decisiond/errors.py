@@ -93,6 +93,13 @@ class Overloaded(DecisionError):
         super().__init__(message, headers={"Retry-After": str(retry_after_s)})
 
 
+class ClientGone(DecisionError):
+    """499 (nginx's "client closed request"): nobody is left to answer; logged, never sent."""
+
+    status = 499
+    error_type = "client_closed_request"
+
+
 class NotFound(DecisionError):
     """404: the thing asked for is not here (a replay miss, for example)."""
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +24,8 @@ from .backends import Backend, Prepared, TokenLimits, Work, backend_class
 from .config import Settings
 from .devices import resolve_device, resolve_dtype
 from .engine import Engine
-from .errors import ApiUsageError
+from .readout import Readout
+from .errors import ApiUsageError, ClientGone
 from .manifest import Manifest
 from .media import MediaLimits, decode_all
 from .render import to_questions
@@ -118,6 +120,30 @@ def start_engine(backend: Backend, settings: Settings) -> Engine:
     ).start()
 
 
+#: How often a waiting request checks whether its client is still there (seconds).
+DISCONNECT_POLL_S = 0.05
+
+
+async def wait_for_readout(
+    future: Future[Readout], is_disconnected: Callable[[], Awaitable[bool]] | None
+) -> Readout:
+    """Await the engine's answer; cancel the queued work if the client goes away first.
+
+    Raises:
+        ClientGone: the client disconnected before the model ran the request.
+    """
+    wrapped = asyncio.wrap_future(future)
+    if is_disconnected is None:
+        return await wrapped
+    while True:
+        done, _ = await asyncio.wait({wrapped}, timeout=DISCONNECT_POLL_S)
+        if done:
+            return wrapped.result()
+        if await is_disconnected():
+            future.cancel()  # a no-op once the model thread has taken it; then the answer is dropped
+            raise ClientGone("the client disconnected while the request was queued")
+
+
 class Service:
     """Every served model, and :meth:`decide`.
 
@@ -187,8 +213,15 @@ class Service:
         work = Work(request.state, to_questions(request), images)
         return served.backend.prepare(work)
 
-    async def decide(self, request: DecisionRequest) -> Decision:
+    async def decide(
+        self, request: DecisionRequest, *, is_disconnected: Callable[[], Awaitable[bool]] | None = None
+    ) -> Decision:
         """Answer one validated request.
+
+        Args:
+            request (DecisionRequest): schema-valid.
+            is_disconnected (Callable, optional): polled while the request waits for the model; once it
+                says the client is gone, the queued work is cancelled so it is never computed.
 
         Raises:
             ApiUsageError: a semantic limit, an unknown model, unreadable media (400).
@@ -208,7 +241,7 @@ class Service:
         prepared = await run_in_threadpool(self._prepare, request, served)
         work = prepared.work
         queued = time.perf_counter()
-        readout = await asyncio.wrap_future(served.engine.submit(prepared))
+        readout = await wait_for_readout(served.engine.submit(prepared), is_disconnected)
         done = time.perf_counter()
         body = {
             "model": served.name,
