@@ -193,7 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 row, ok = check_model(kind, Path(tmp), args)
             except Exception as exc:  # report every backend, then fail
-                row, ok = [kind, TINY_MODELS[kind].backend, "-", "-", "-", "-", "-", f"ERROR {type(exc).__name__}: {exc}"], False
+                row, ok = (
+                    [kind, TINY_MODELS[kind].backend, "-", "-", "-", "-", "-", f"ERROR {type(exc).__name__}: {exc}"],
+                    False,
+                )
             rows.append(row)
             if not ok:
                 failed.append(kind)

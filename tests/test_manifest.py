@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from huggingface_hub import constants as hub_constants
 import pytest
+from huggingface_hub import constants as hub_constants
 
 from decisiond.manifest import ManifestError, Weights, find_manifest, read_manifest
 from decisiond.testing.tiny import write_manifest
@@ -14,7 +14,9 @@ from decisiond.testing.tiny import write_manifest
 
 def test_a_relative_path_starts_at_the_manifest_folder(tmp_path: Path) -> None:
     (tmp_path / "ckpt").mkdir()
-    manifest = read_manifest(write_manifest(tmp_path / "m.toml", name="m", backend="cross_encoder", weights={"path": "ckpt"}))
+    manifest = read_manifest(
+        write_manifest(tmp_path / "m.toml", name="m", backend="cross_encoder", weights={"path": "ckpt"})
+    )
     assert manifest.weights_path() == (tmp_path / "ckpt").resolve()
 
 
@@ -49,7 +51,9 @@ def test_a_hub_id_resolves_only_from_the_local_cache(tmp_path: Path, monkeypatch
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)  # a download would fail loudly
     assert Weights(hub="org/tiny-nli").resolve(Path(".")) == snapshot.resolve()
     assert Weights(hub="org/tiny-nli", revision="a" * 40).resolve(Path(".")) == snapshot.resolve()
-    with pytest.raises(ManifestError, match=r"org/absent is not in the local Hugging Face cache.*hf download org/absent"):
+    with pytest.raises(
+        ManifestError, match=r"org/absent is not in the local Hugging Face cache.*hf download org/absent"
+    ):
         Weights(hub="org/absent").resolve(Path("."))
     with pytest.raises(ManifestError, match=r"hf download org/tiny-nli --revision b{40}"):
         Weights(hub="org/tiny-nli", revision="b" * 40).resolve(Path("."))
@@ -63,6 +67,13 @@ def test_weights_need_exactly_one_source(tmp_path: Path) -> None:
 
 
 def test_backend_keys_are_kept_for_the_backend(tmp_path: Path) -> None:
-    path = write_manifest(tmp_path / "nli.toml", name="nli", backend="cross_encoder", weights={"path": "."}, label="entailment", pooling="mean")
+    path = write_manifest(
+        tmp_path / "nli.toml",
+        name="nli",
+        backend="cross_encoder",
+        weights={"path": "."},
+        label="entailment",
+        pooling="mean",
+    )
     manifest = find_manifest(str(path), tmp_path / "elsewhere")
     assert manifest.backend_options == {"label": "entailment", "pooling": "mean"}

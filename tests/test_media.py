@@ -26,15 +26,24 @@ def test_exif_orientation_is_applied() -> None:
     assert image.size == (20, 40)
 
 
-@pytest.mark.parametrize(("mode", "fmt"), [("L", "PNG"), ("RGBA", "PNG"), ("P", "PNG"), ("RGBA", "WEBP"), ("CMYK", "JPEG")])
+@pytest.mark.parametrize(
+    ("mode", "fmt"), [("L", "PNG"), ("RGBA", "PNG"), ("P", "PNG"), ("RGBA", "WEBP"), ("CMYK", "JPEG")]
+)
 def test_every_accepted_image_becomes_rgb(mode: str, fmt: str) -> None:
-    (image,) = decode_all(None, {"<i>": {"type": "image", "format": fmt.lower(), "data_base64": encoded(Image.new(mode, (8, 6)), fmt)}}, MediaLimits())
+    (image,) = decode_all(
+        None,
+        {"<i>": {"type": "image", "format": fmt.lower(), "data_base64": encoded(Image.new(mode, (8, 6)), fmt)}},
+        MediaLimits(),
+    )
     assert image.mode == "RGB" and image.size == (8, 6)
 
 
 def test_images_come_before_assets_and_assets_keep_their_order() -> None:
     data = encoded(Image.new("RGB", (4, 4)), "PNG")
-    assets = {"<b>": {"type": "image", "format": "png", "data_base64": data}, "<a>": {"type": "image", "format": "jpg", "data_base64": data}}
+    assets = {
+        "<b>": {"type": "image", "format": "png", "data_base64": data},
+        "<a>": {"type": "image", "format": "jpg", "data_base64": data},
+    }
     found = collect([f"data:image/png;base64,{data}"], assets, MediaLimits())
     assert [image.where for image in found] == ["image 0", "image 1 (asset '<b>')", "image 2 (asset '<a>')"]
     assert [image.declared for image in found] == ["png", "png", "jpg"]

@@ -18,7 +18,9 @@ from decisiond.cli import main
 from decisiond.config import Settings
 from decisiond.testing.tiny import tiny_manifest, write_manifest
 
-QUESTION: dict[str, Any] = {"q": {"type": "choice", "instructions": "Which?", "criteria": {"a": "apples", "b": "bananas"}}}
+QUESTION: dict[str, Any] = {
+    "q": {"type": "choice", "instructions": "Which?", "criteria": {"a": "apples", "b": "bananas"}}
+}
 
 
 async def test_repeated_models_by_manifest_path(tmp_path: Path) -> None:
@@ -62,7 +64,9 @@ def test_a_missing_weights_folder_fails_at_start(tmp_path: Path, caplog: pytest.
 def test_a_hub_id_missing_from_the_cache_fails_at_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     from huggingface_hub import constants
 
-    manifest = write_manifest(tmp_path / "hub.toml", name="hub", backend="cross_encoder", weights={"hub": "org/not-here"})
+    manifest = write_manifest(
+        tmp_path / "hub.toml", name="hub", backend="cross_encoder", weights={"hub": "org/not-here"}
+    )
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
         assert main(["serve", "--model", str(manifest)]) == 2
@@ -72,7 +76,9 @@ def test_a_hub_id_missing_from_the_cache_fails_at_start(tmp_path: Path, caplog: 
 
 @pytest.mark.slow
 def test_the_command_exits_non_zero_with_the_message(tmp_path: Path) -> None:
-    manifest = write_manifest(tmp_path / "gone.toml", name="gone", backend="clip", weights={"package": "no_such_clip_weights"})
+    manifest = write_manifest(
+        tmp_path / "gone.toml", name="gone", backend="clip", weights={"package": "no_such_clip_weights"}
+    )
     done = subprocess.run(
         [sys.executable, "-m", "decisiond.cli", "serve", "--model", str(manifest)],
         capture_output=True,
@@ -80,4 +86,7 @@ def test_the_command_exits_non_zero_with_the_message(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 2
-    assert "the package no_such_clip_weights is not installed; install it with `pip install no-such-clip-weights`" in done.stderr
+    assert (
+        "the package no_such_clip_weights is not installed; install it with `pip install no-such-clip-weights`"
+        in done.stderr
+    )

@@ -124,7 +124,9 @@ def decode_image(image: EncodedImage, limits: MediaLimits) -> Image.Image:
         try:
             opened = Image.open(io.BytesIO(raw), formats=list(FORMATS))
         except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-            raise ApiUsageError(f"{where} declares more pixels than pillow will decode (a decompression bomb)") from None
+            raise ApiUsageError(
+                f"{where} declares more pixels than pillow will decode (a decompression bomb)"
+            ) from None
         except (OSError, SyntaxError, ValueError):
             raise ApiUsageError(f"{where} is not a PNG, JPEG or WebP image") from None
         _check_header(opened, image, limits)

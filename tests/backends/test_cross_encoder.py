@@ -24,7 +24,11 @@ from decisiond.wire import DecisionRequest
 
 LONG_STATE = " ".join(f"Order {i} was charged twice and the customer wants a refund today." for i in range(30))
 QUESTIONS: dict[str, Any] = {
-    "team": {"type": "choice", "instructions": "Which team?", "criteria": {"billing": "Refunds", "tech": None, "other": "None"}},
+    "team": {
+        "type": "choice",
+        "instructions": "Which team?",
+        "criteria": {"billing": "Refunds", "tech": None, "other": "None"},
+    },
     "urgent": {"type": "noul", "instructions": "Is it urgent?", "criteria": {"true": "Says today or now"}},
     "mood": {"type": "score", "instructions": "How angry?", "criteria": ["Calm", "Annoyed", "Furious"]},
 }
@@ -96,7 +100,9 @@ def test_long_states_are_windowed_and_pooled_by_max(service: Service) -> None:
     assert torch.allclose(backend.forward([prepared]), expected.cpu(), atol=1e-6)
     backend.pooling = "mean"
     try:
-        assert torch.allclose(backend.forward([prepared]), torch.stack([scores[w].mean() for w in windows]).cpu(), atol=1e-6)
+        assert torch.allclose(
+            backend.forward([prepared]), torch.stack([scores[w].mean() for w in windows]).cpu(), atol=1e-6
+        )
     finally:
         backend.pooling = "max"
 

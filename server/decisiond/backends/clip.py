@@ -114,6 +114,7 @@ class ClipBackend(Backend):
             raise ValueError(f"overlap {overlap} must be under half the text window {self.window}")
         self.model = model.to(self.device, self.dtype).eval()
         self.tokenizer = tokenizer
+        self.tokenizer.model_max_length = 1 << 62  # windows are cut here; silence its too-long warning
         self.image_processor = image_processor
         self.overlap = overlap
         self.templates = templates or SlotTemplates()
@@ -143,7 +144,7 @@ class ClipBackend(Backend):
                 this backend does not read.
         """
         if "image" not in manifest.modalities:
-            raise ValueError(f"{manifest.name}: a clip model reads images; add \"image\" to modalities")
+            raise ValueError(f'{manifest.name}: a clip model reads images; add "image" to modalities')
         if manifest.backend_options:
             raise ValueError(f"{manifest.name}: unknown clip keys {sorted(manifest.backend_options)}")
         model, tokenizer, processor = load_clip(manifest.weights_path())
@@ -174,8 +175,7 @@ class ClipBackend(Backend):
         """
         if not work.images:
             raise ApiUsageError(
-                "this model reads images and answers about them; the request carries none "
-                "(send `images` or `assets`)"
+                "this model reads images and answers about them; the request carries none (send `images` or `assets`)"
             )
         pixel_values = self.image_processor(images=list(work.images), return_tensors="pt")["pixel_values"]
         slot_texts = [text for q in work.questions for text in self.templates.slot_texts(q)]
@@ -184,7 +184,10 @@ class ClipBackend(Backend):
             encoded = self.tokenizer(distinct, add_special_tokens=False)["input_ids"]
         specials = len(self._prefix) + len(self._suffix)
         slot_windows = {
-            text: [self._prefix + w + self._suffix for w in split_windows(ids, window=self.window, overlap=self.overlap, specials=specials)]
+            text: [
+                self._prefix + w + self._suffix
+                for w in split_windows(ids, window=self.window, overlap=self.overlap, specials=specials)
+            ]
             for text, ids in zip(distinct, encoded, strict=True)
         }
         text_tokens = {text: sum(len(w) for w in ws) for text, ws in slot_windows.items()}
@@ -218,7 +221,9 @@ class ClipBackend(Backend):
         """
         features: list[ClipFeatures] = [p.features for p in batch]
         pixels = torch.cat([f.pixel_values for f in features]).to(self.device, self.dtype)  # [I, 3, H, W]
-        images = torch.nn.functional.normalize(_features(self.model.get_image_features(pixel_values=pixels)).float(), dim=-1)
+        images = torch.nn.functional.normalize(
+            _features(self.model.get_image_features(pixel_values=pixels)).float(), dim=-1
+        )
         counts = torch.tensor([len(f.pixel_values) for f in features], device=images.device)
         image_owner = torch.repeat_interleave(torch.arange(len(features), device=images.device), counts)  # [I]
         pooled = torch.zeros(len(features), images.shape[1], device=images.device).index_add_(0, image_owner, images)

@@ -152,6 +152,7 @@ class CrossEncoderBackend(Backend):
         self.label_index = score_index(model.config.id2label, label)
         self.model = model.to(self.device, self.dtype).eval()
         self.tokenizer = tokenizer
+        self.tokenizer.model_max_length = 1 << 62  # windows are cut here; silence its too-long warning
         self.template = PairTemplate.learn(tokenizer)
         self.window = window
         self.overlap = overlap
@@ -319,7 +320,9 @@ def load_classifier(path: Path) -> tuple[PreTrainedModel, PreTrainedTokenizerBas
     """A sequence classifier and its tokenizer from a local folder, offline, SDPA where supported."""
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
     try:
-        model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True, attn_implementation="sdpa")
+        model = AutoModelForSequenceClassification.from_pretrained(
+            path, local_files_only=True, attn_implementation="sdpa"
+        )
     except (ValueError, ImportError):  # an architecture without SDPA: its default attention
         model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=True)
     return model, tokenizer

@@ -193,5 +193,9 @@ def tiny_manifest(kind: str, folder: Path, *, name: str | None = None, **fields:
         tiny.build(weights)
     name = name or f"tiny-{kind}".replace("_", "-")
     return write_manifest(
-        folder / f"{name}.toml", name=name, backend=tiny.backend, weights={"path": str(weights)}, **{**tiny.fields, **fields}
+        folder / f"{name}.toml",
+        name=name,
+        backend=tiny.backend,
+        weights={"path": str(weights)},
+        **{**tiny.fields, **fields},
     )
