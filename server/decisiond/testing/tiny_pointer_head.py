@@ -33,7 +33,7 @@ WORDS = tuple(
     concerned but civil frustrated billing technical other payments invoicing none above team handle which
     should does how plan pro seats owner name ada flags status open closed priority high low
     state question type noul choice score answer decide whether statement fits best one option place scale
-    choose pick level levels
+    choose pick level levels True False Decide Choose Place null
     """.split()
 ) + tuple(str(i) for i in range(21)) + tuple(string.punctuation) + ("—", "¦", "fim_prefix", "fim_suffix")
 
