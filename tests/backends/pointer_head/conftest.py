@@ -55,10 +55,10 @@ def load_backend(folder: Path, **options: Any) -> PointerHeadBackend:
 @pytest.fixture(scope="session")
 def backends(checkpoints: dict[str, Path]) -> Callable[..., PointerHeadBackend]:
     """Loaded backends, cached per (checkpoint, options)."""
-    cache: dict[tuple[str, tuple[tuple[str, Any], ...]], PointerHeadBackend] = {}
+    cache: dict[tuple[str, str], PointerHeadBackend] = {}
 
     def get(name: str, **options: Any) -> PointerHeadBackend:
-        key = (name, tuple(sorted(options.items())))
+        key = (name, repr(sorted(options.items())))
         if key not in cache:
             cache[key] = load_backend(checkpoints[name], **options)
         return cache[key]
