@@ -64,3 +64,9 @@ def backends(checkpoints: dict[str, Path]) -> Callable[..., PointerHeadBackend]:
         return cache[key]
 
     return get
+
+
+@pytest.fixture
+def load() -> Callable[..., PointerHeadBackend]:
+    """:func:`load_backend`, uncached (for checkpoints a test modifies)."""
+    return load_backend
