@@ -26,7 +26,6 @@ from .head import PointerHead
 
 log = logging.getLogger("decisiond.pointer_head")
 
-Kind = str
 _ATTENTION_LAYERS = {"full_attention", "sliding_attention", "attention"}
 
 
