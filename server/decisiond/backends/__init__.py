@@ -15,6 +15,7 @@ BACKENDS: dict[str, str] = {
     "bi_encoder": "decisiond.backends.bi_encoder:BiEncoderBackend",
     "cross_encoder": "decisiond.backends.cross_encoder:CrossEncoderBackend",
     "clip": "decisiond.backends.clip:ClipBackend",
+    "pointer_head": "decisiond.backends.pointer_head.backend:PointerHeadBackend",
 }
 
 
