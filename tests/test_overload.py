@@ -49,25 +49,27 @@ async def test_full_queue_gets_503_with_retry_after_and_every_request_one_answer
             )
 
         tasks = [asyncio.create_task(send(i)) for i in range(40)]
-        for _ in range(200):  # until the 35 that find the queue full have been refused
+        for _ in range(200):  # until those that find the queue full have been refused
             await asyncio.sleep(0.05)
-            if sum(t.done() for t in tasks) >= 35:
+            if sum(t.done() for t in tasks) >= 32:
                 break
         await asyncio.sleep(0.1)
-        assert sum(t.done() for t in tasks) == 35  # refused at once, without waiting for the model
+        # refused at once, without waiting for the model: all but the running batch (at most the
+        # four that were queued when the model thread woke) and at most four queued behind it
+        assert sum(t.done() for t in tasks) >= 32
         backend.release.set()
         responses = await asyncio.gather(*tasks)
     assert [r.headers["x-request-id"] for r in responses] == [f"r{i}" for i in range(40)]
     statuses = [r.status_code for r in responses]
     assert set(statuses) <= {200, 503}
-    assert statuses.count(200) == 5  # one running + four queued
+    assert 4 <= statuses.count(200) <= 8  # the queue filled; never more than the running batch + the queue
     for r in responses:
         if r.status_code == 503:
             assert r.headers["retry-after"]
             assert r.json()["detail"]["error_type"] == "overloaded_error"
         else:
             assert r.json()["answers"]["q"]["type"] == "noul"
-    assert sum(backend.calls) == 5  # each admitted request computed exactly once
+    assert sum(backend.calls) == statuses.count(200)  # each admitted request computed exactly once
 
 
 async def test_a_request_that_waits_too_long_gets_503_and_is_not_computed() -> None:
