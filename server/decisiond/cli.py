@@ -51,6 +51,7 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--max-levels", type=int, help="levels per score question (default 10)")
     serve.add_argument("--max-state-tokens", type=int, help="state tokens per request (default 32768)")
     serve.add_argument("--max-total-tokens", type=int, help="state + question tokens per request (default 65536)")
+    serve.add_argument("--cache-dir", type=Path, help="user cache folder for converted weights (default ~/.cache/decisiond)")
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="default info")
 
 
