@@ -245,3 +245,34 @@ def test_usage_counts_the_shared_prefix_once(tiny: Path) -> None:
     whole = sum(len(prompt.ids) for prompt in prepared.features.prompts)
     prefix = len(prepared.features.prefix)
     assert prepared.input_tokens == whole - 2 * prefix
+
+
+def test_a_checkpoint_with_a_decision_head_answers_through_its_head(tiny: Path, tmp_path: Path) -> None:
+    """AutoModelForDecision checkpoints (here a tiny JEV head on a Qwen2 trunk) answer as the pipeline does."""
+    from transformers import JevConfig, JevForDecision
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    text = {
+        "model_type": "qwen2",
+        "vocab_size": len(tokenizer) + 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 4096,
+    }
+    torch.manual_seed(0)
+    folder = tmp_path / "jev"
+    JevForDecision(JevConfig(hidden_size=64, text_config=text, num_verbalizers=40, initializer_range=0.5)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    manifest = _manifest(tmp_path, folder, name="tiny-jev")
+    (response, health) = _serve(manifest, [("POST", "/v1/systemone", TRIAGE), ("GET", "/health", None)])
+    assert response.status_code == 200, response.text
+    answers = response.json()["answers"]
+    expected = pipeline("decision", model=str(folder))(TRIAGE)
+    assert answers["is_urgent"]["noul"] == pytest.approx(expected["is_urgent"]["noul"], abs=1e-4)
+    for name in ("department", "frustration"):
+        for key, probability in expected[name]["probabilities"].items():
+            assert answers[name]["probabilities"][key] == pytest.approx(probability, abs=1e-4)
+    assert health.json()["models"][0]["backend"] == "causal_lm"
