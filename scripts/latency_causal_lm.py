@@ -53,29 +53,36 @@ def _summary(name: str, seconds: list[float]) -> str:
     return f"{name:<42} median {statistics.median(ms):7.1f} ms   p90 {p90:7.1f} ms   (n={len(ms)})"
 
 
-async def _decisiond(settings: Settings, model: str, repeats: int) -> tuple[list[float], list[float], Path]:
-    manifest = find_manifest(model, settings.models_dir)
-    from asgi_lifespan import LifespanManager
+async def _measure(settings: Settings, model: str, repeats: int, device: str) -> dict[str, list[float]]:
+    """Interleaved timings (one of each kind per round), so that load on a shared machine hits all alike."""
     import httpx
+    from asgi_lifespan import LifespanManager
+    from transformers import pipeline
 
+    manifest = find_manifest(model, settings.models_dir)
     app = create_app(settings, manifests=[manifest])
+    times: dict[str, list[float]] = {"cold": [], "warm": [], "pipeline": []}
     async with LifespanManager(app):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://x") as client:
             while (await client.get("/health")).json()["status"] == "loading":
                 await asyncio.sleep(0.1)
-            cold, warm = [], []
+            checkpoint = app.state.runtime.service.models[0].backend.model.name_or_path
+            pipe = pipeline("decision", model=str(checkpoint), device=device)
             for i in range(repeats + 2):
+                rounds = {
+                    "cold": {"state": f"{STATE} (order {i})", "questions": QUESTIONS},
+                    "warm": {"state": STATE, "questions": QUESTIONS},
+                }
+                for kind, body in rounds.items():
+                    started = time.perf_counter()
+                    (await client.post("/v1/systemone", json=body)).raise_for_status()
+                    if i >= 2:
+                        times[kind].append(time.perf_counter() - started)
                 started = time.perf_counter()
-                response = await client.post("/v1/systemone", json={"state": f"{STATE} (order {i})", "questions": QUESTIONS})
+                pipe({"state": f"{STATE} (order {i})", "questions": QUESTIONS})
                 if i >= 2:
-                    cold.append(time.perf_counter() - started)
-                response.raise_for_status()
-            for _ in range(repeats):
-                started = time.perf_counter()
-                (await client.post("/v1/systemone", json={"state": STATE, "questions": QUESTIONS})).raise_for_status()
-                warm.append(time.perf_counter() - started)
-    served = app.state.runtime.service.models[0].backend
-    return cold, warm, Path(served.model.name_or_path)
+                    times["pipeline"].append(time.perf_counter() - started)
+    return times
 
 
 def main() -> int:
@@ -86,21 +93,13 @@ def main() -> int:
     args = parser.parse_args()
     hf_offline_env()
     import torch
-    from transformers import pipeline
 
     settings = Settings(models_dir=ROOT / "models", device=args.device, max_wait_ms=0)
-    cold, warm, checkpoint = asyncio.run(_decisiond(settings, args.model, args.repeats))
-    pipe = pipeline("decision", model=str(checkpoint), device=args.device)
-    times = []
-    for i in range(args.repeats + 2):
-        started = time.perf_counter()
-        pipe({"state": f"{STATE} (order {i})", "questions": QUESTIONS})
-        if i >= 2:
-            times.append(time.perf_counter() - started)
+    times = asyncio.run(_measure(settings, args.model, args.repeats, args.device))
     print(f"{args.model} on {args.device}, torch threads {torch.get_num_threads()}")  # noqa: T201
-    print(_summary("decisiond HTTP, new state each request", cold))  # noqa: T201
-    print(_summary("decisiond HTTP, same state (prefix cached)", warm))  # noqa: T201
-    print(_summary('pipeline("decision"), new state each call', times))  # noqa: T201
+    print(_summary("decisiond HTTP, new state each request", times["cold"]))  # noqa: T201
+    print(_summary("decisiond HTTP, same state (prefix cached)", times["warm"]))  # noqa: T201
+    print(_summary('pipeline("decision"), new state each call', times["pipeline"]))  # noqa: T201
     return 0
 
 
