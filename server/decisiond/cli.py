@@ -55,6 +55,7 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--max-images", type=int, help="images per request (default 16)")
     serve.add_argument("--max-image-bytes", type=int, help="bytes of one image file (default 8 MiB)")
     serve.add_argument("--max-image-pixels", type=int, help="pixels of one image, width x height (default 25,000,000)")
+    serve.add_argument("--cache-dir", type=Path, help="user cache folder for converted weights (default ~/.cache/decisiond)")
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="default info")
 
 

@@ -59,6 +59,11 @@ class Settings(BaseSettings):
     cache_entries: int = Field(default=50_000, ge=0, description="slot-embedding cache entries")
     cache_bytes: int = Field(default=128 * 1024 * 1024, ge=0, description="slot-embedding cache bytes")
 
+    cache_dir: Path = Field(
+        default_factory=lambda: Path.home() / ".cache" / "decisiond",
+        description="user cache folder (GGUF weights converted once to safetensors)",
+    )
+
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @field_validator("model", mode="before")

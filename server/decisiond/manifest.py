@@ -53,18 +53,25 @@ class Weights(BaseModel):
 
     def describe(self) -> str:
         """Where the weights are said to be, in words."""
+        gguf = f" (GGUF {self.gguf_file})" if self.gguf_file else ""
         if self.package:
-            return f"package {self.package}" + (f" (file {self.file})" if self.file else "")
+            return f"package {self.package}" + (f" (file {self.file})" if self.file else "") + gguf
         if self.hub:
             return f"Hugging Face id {self.hub}" + (f"@{self.revision}" if self.revision else "")
-        return f"path {self.path}"
+        return f"path {self.path}{gguf}"
 
     def resolve(self, base_dir: Path) -> Path:
-        """The local folder or file of the weights.
+        """The local folder or file of the weights (with ``gguf_file``: the folder that holds it).
 
         Raises:
             ManifestError: the weights are not on this machine; the message says how to get them.
         """
+        path = self._resolve(base_dir)
+        if self.gguf_file and not (path / self.gguf_file).is_file():
+            raise ManifestError(f"the GGUF file {self.gguf_file} is not in {path}; check `gguf_file` or reinstall")
+        return path
+
+    def _resolve(self, base_dir: Path) -> Path:
         if self.package:
             return _resolve_package(self.package, self.file)
         if self.hub:

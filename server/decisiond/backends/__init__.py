@@ -16,6 +16,7 @@ BACKENDS: dict[str, str] = {
     "cross_encoder": "decisiond.backends.cross_encoder:CrossEncoderBackend",
     "clip": "decisiond.backends.clip:ClipBackend",
     "pointer_head": "decisiond.backends.pointer_head.backend:PointerHeadBackend",
+    "causal_lm": "decisiond.backends.causal_lm:CausalLMBackend",
 }
 
 

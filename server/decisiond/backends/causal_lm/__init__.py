@@ -1,0 +1,8 @@
+"""The ``causal_lm`` backend: any ``AutoModelForCausalLM`` read by its option labels' next-token logits,
+or an ``AutoModelForDecision`` checkpoint through its own head (see :mod:`.backend`)."""
+
+from __future__ import annotations
+
+from .backend import CausalLMBackend, CausalLMOptions
+
+__all__ = ["CausalLMBackend", "CausalLMOptions"]

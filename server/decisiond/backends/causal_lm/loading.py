@@ -1,0 +1,123 @@
+"""Where a causal LM's checkpoint is, and how it loads: folders, GGUF files, decision heads.
+
+A GGUF file (``weights.gguf_file``) is read once with transformers' ``gguf_file=`` (dequantised to
+float32, with a progress bar) and saved as a safetensors checkpoint in the user cache folder
+(``Settings.cache_dir``, ``~/.cache/decisiond`` by default); later starts read that folder. The
+cache folder is keyed on the GGUF file's size and the hash of its first and last MiB, and written
+atomically (a temporary folder renamed into place), so a half-written conversion is never read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ...manifest import ManifestError
+
+log = logging.getLogger("decisiond.backends.causal_lm")
+
+_MIB = 1024 * 1024
+
+
+def fingerprint(path: Path) -> str:
+    """12 hex digits of sha256 over a file's size, first MiB and last MiB (cheap on a 100 MB file)."""
+    digest = hashlib.sha256(str(path.stat().st_size).encode())
+    with path.open("rb") as handle:
+        digest.update(handle.read(_MIB))
+        handle.seek(max(0, path.stat().st_size - _MIB))
+        digest.update(handle.read(_MIB))
+    return digest.hexdigest()[:12]
+
+
+def converted_gguf(folder: Path, gguf_file: str, cache_dir: Path) -> Path:
+    """The safetensors checkpoint of ``folder/gguf_file``, converting it on first use.
+
+    Args:
+        folder (Path): the folder holding the GGUF file (a package folder, a local folder).
+        gguf_file (str): the file's name inside ``folder``.
+        cache_dir (Path): the user cache folder; conversions go to ``cache_dir/gguf/<stem>-<hash>``.
+
+    Returns:
+        Path: a folder with ``config.json``, ``model.safetensors`` and the tokenizer files.
+
+    Raises:
+        ManifestError: the GGUF file is missing, or the ``gguf`` package is not installed.
+    """
+    source = folder / gguf_file
+    if not source.is_file():
+        raise ManifestError(f"the GGUF file {source} does not exist; check `weights.gguf_file` or reinstall the package")
+    target = cache_dir / "gguf" / f"{source.stem}-{fingerprint(source)}"
+    if (target / "config.json").is_file():
+        return target
+    try:
+        import gguf  # noqa: F401
+    except ImportError as exc:
+        raise ManifestError("reading a GGUF file needs the `gguf` package: `pip install gguf`") from exc
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    log.info("converting %s once into %s (later starts read this cache)", source.name, target)
+    scratch = Path(tempfile.mkdtemp(prefix=".converting-", dir=target.parent))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file, local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file, local_files_only=True)
+        # The weights are dequantised float32 now: save them as a plain checkpoint
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(scratch)
+        tokenizer.save_pretrained(scratch)
+        try:
+            scratch.rename(target)
+        except OSError:
+            if not (target / "config.json").is_file():  # not another process's finished conversion
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    log.info("converted %s into %s", source.name, target)
+    return target
+
+
+def decision_head_class(path: Path) -> type[Any] | None:
+    """The ``XxxForDecision`` class ``AutoModelForDecision`` loads ``path`` with, or None.
+
+    A checkpoint has a decision head when its ``model_type`` is one ``AutoModelForDecision`` maps and
+    it is either saved as that decision model or ships the head's config files next to its weights
+    (``checkpoint_config``); any other checkpoint is read by the logits of its option labels.
+    """
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_DECISION_MAPPING_NAMES
+
+    config_file = path / "config.json"
+    if not config_file.is_file():
+        return None
+    model_type = json.loads(config_file.read_text(encoding="utf-8")).get("model_type")
+    if model_type not in MODEL_FOR_DECISION_MAPPING_NAMES:
+        return None
+    cls: type[Any] = getattr(transformers, MODEL_FOR_DECISION_MAPPING_NAMES[model_type])
+    if model_type == cls.config_class.model_type:
+        return cls
+    head_config, _ = cls.checkpoint_config(str(path), local_files_only=True)
+    return cls if head_config is not None else None
+
+
+def load_checkpoint(path: Path, *, dtype: torch.dtype) -> tuple[Any, Any, bool]:
+    """The model, tokenizer and whether it has a decision head, from a local folder, with SDPA.
+
+    Returns:
+        tuple: ``(model, tokenizer, has_head)``; the model is in eval mode on the CPU.
+    """
+    from transformers import AutoModelForCausalLM, AutoModelForDecision, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+    has_head = decision_head_class(path) is not None
+    auto = AutoModelForDecision if has_head else AutoModelForCausalLM
+    model = auto.from_pretrained(path, local_files_only=True, dtype=dtype, attn_implementation="sdpa")
+    return model.eval(), tokenizer, has_head
