@@ -199,8 +199,8 @@ class RequestIdMiddleware:
             return
         began = time.perf_counter()
         request_id = _request_id(scope)
-        state = scope.setdefault("state", {})
-        state["request_id"] = request_id
+        state: dict[str, Any] = {**(scope.get("state") or {}), "request_id": request_id}
+        scope["state"] = state  # this request's own: a server may share its lifespan state dict
         status = 500
 
         async def send_with_id(message: Message) -> None:
