@@ -11,13 +11,14 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
-from reliability_support import VALID, served_app, settings
 
 from decisiond.backends.base import Prepared, Work
 from decisiond.backends.fake import FakeBackend
 from decisiond.logs import JsonFormatter
+from reliability_support import VALID, served_app, settings
 
 JSON = "application/json"
 
@@ -56,7 +57,8 @@ def test_every_response_carries_a_request_id_and_server_timing() -> None:
         assert "total;dur=" in response.headers["server-timing"]
         assert response.headers["content-type"] == JSON
     assert responses[0].headers["server-timing"].startswith("prepare;dur=")
-    assert "queue;dur=" in responses[0].headers["server-timing"] and "model;dur=" in responses[0].headers["server-timing"]
+    timing = responses[0].headers["server-timing"]
+    assert "queue;dur=" in timing and "model;dur=" in timing
     assert responses[1].json()["detail"]["error_type"] == "not_found_error"
     assert responses[3].json()["detail"]["error_type"] == "request_too_large"
 
@@ -92,15 +94,17 @@ def test_a_streamed_body_over_the_limit_is_413() -> None:
 
 
 def test_a_json_bomb_is_refused_with_400_naming_the_limit() -> None:
-    bomb = b'{"state": ' + b"[" * 100_000 + b"]" * 100_000 + b', "questions": {"q": {"type": "noul", "instructions": "x"}}}'
-    deep = b'{"state": ' + b"[" * 500 + b"]" * 500 + b', "questions": {"q": {"type": "noul", "instructions": "x"}}}'
-    deep_criteria = {"state": "s", "questions": {"q": {"type": "choice", "criteria": {"a": json.loads("[" * 80 + "]" * 80)}}}}
+    questions = b', "questions": {"q": {"type": "noul", "instructions": "x"}}}'
+    bomb = b'{"state": ' + b"[" * 100_000 + b"]" * 100_000 + questions
+    deep = b'{"state": ' + b"[" * 500 + b"]" * 500 + questions
+    nested = json.loads("[" * 80 + "]" * 80)
+    deep_criteria = {"state": "s", "questions": {"q": {"type": "choice", "criteria": {"a": nested}}}}
     responses = _post_many([bomb, deep, json.dumps(deep_criteria).encode()])
     assert [r.status_code for r in responses] == [400, 400, 400]
     for response in responses:
         assert response.json()["detail"]["error_type"] == "api_usage_error"
         assert "64" in response.json()["detail"]["message"]
-    (at_limit,) = _post_many([b'{"state": ' + b"[" * 64 + b"]" * 64 + b', "questions": {"q": {"type": "noul", "instructions": "x"}}}'])
+    (at_limit,) = _post_many([b'{"state": ' + b"[" * 64 + b"]" * 64 + questions])
     assert at_limit.status_code == 200
 
 

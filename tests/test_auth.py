@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from reliability_support import VALID, served_app, settings
 
 from decisiond.auth import bearer_auth, matches
+from reliability_support import VALID, served_app, settings
 
 KEY = "sk-test-0123456789"
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import httpx
 import pytest
-from reliability_support import VALID, settings
 
 from decisiond import cli
+from reliability_support import VALID, settings
 
 MANIFEST = """
 name = "fake-slow"
@@ -137,7 +137,9 @@ def _serve_until_create_app(monkeypatch: pytest.MonkeyPatch, **overrides: Any) -
         cli.serve(settings(**overrides))
 
 
-def test_binding_elsewhere_without_keys_warns(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_binding_elsewhere_without_keys_warns(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="decisiond"):
         _serve_until_create_app(monkeypatch, host="0.0.0.0")
         _serve_until_create_app(monkeypatch, host="0.0.0.0", api_keys="k1")

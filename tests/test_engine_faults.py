@@ -9,7 +9,6 @@ from concurrent.futures import Future
 
 import pytest
 import torch
-from reliability_support import VALID, fake_service, served_app, settings
 
 from decisiond.backends.base import Prepared, Work
 from decisiond.backends.fake import FakeBackend
@@ -17,6 +16,7 @@ from decisiond.engine import Engine, is_out_of_memory
 from decisiond.errors import InternalError, Overloaded
 from decisiond.readout import Readout
 from decisiond.render import Option, Question
+from reliability_support import VALID, fake_service, served_app, settings
 
 
 class Fatal(BaseException):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from prometheus_client.parser import text_string_to_metric_families
-from reliability_support import VALID, served_app
 
 from decisiond.backends.fake import FakeBackend
+from reliability_support import VALID, served_app
 
 
 class CachedFake(FakeBackend):

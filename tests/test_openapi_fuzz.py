@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import schemathesis
 from hypothesis import HealthCheck, settings
-from reliability_support import fake_service
-from reliability_support import settings as app_settings
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_schema_conformance,
     status_code_conformance,
 )
-
 from starlette.types import Receive, Scope, Send
 
 from decisiond.app import create_app
+from reliability_support import fake_service
+from reliability_support import settings as app_settings
 
 _settings = app_settings()
 APP = create_app(_settings, service=fake_service(_settings))
@@ -25,7 +24,7 @@ async def served_once(scope: Scope, receive: Receive, send: Send) -> None:
     """The app without its lifespan: schemathesis' test client starts and stops one per call, and the
     app's shutdown would close the service after the first."""
     if scope["type"] == "lifespan":
-        while (message := await receive())["type"] != "lifespan.shutdown":
+        while (await receive())["type"] != "lifespan.shutdown":
             await send({"type": "lifespan.startup.complete"})
         await send({"type": "lifespan.shutdown.complete"})
         return

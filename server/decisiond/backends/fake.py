@@ -64,7 +64,12 @@ class FakeBackend(Backend):
     family = "fake"
 
     def __init__(
-        self, *, temperature: float = 1.0, read_images: bool = False, delay_ms: float = 0.0, **kwargs: object
+        self,
+        *,
+        temperature: float = 1.0,
+        read_images: bool = False,
+        delay_ms: float = 0.0,
+        **kwargs: object,
     ) -> None:
         if delay_ms < 0:
             raise ValueError(f"delay_ms must be >= 0, got {delay_ms!r}")
