@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # Start decisiond on a free port, run the jevcompat conformance suite against it, stop it.
 # Fails unless every MUST and every SHOULD jevcompat tests passes.
-# Usage: scripts/conformance.sh [decisiond serve flags]   (run inside the project's .venv)
+# Usage: scripts/conformance.sh [--key KEY] [decisiond serve flags]   (run inside the project's .venv)
+#   --key KEY: serve with that API key (DECISIOND_API_KEYS) and pass it to jevcompat, which then also
+#              checks the auth SHOULDs (a missing key refused, a wrong key refused, Bearer accepted).
 set -euo pipefail
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+key_args=()
+if [ "${1:-}" = "--key" ]; then
+  if [ -z "${2:-}" ]; then echo "--key needs a value" >&2; exit 2; fi
+  export DECISIOND_API_KEYS="$2"
+  key_args=(--key-env DECISIOND_API_KEYS)
+  shift 2
+fi
 port="$(python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 log="$(mktemp)"
 decisiond serve --port "$port" "$@" >"$log" 2>&1 &
@@ -14,7 +23,7 @@ for _ in $(seq 1 240); do
   if ! kill -0 "$pid" 2>/dev/null; then echo "decisiond exited:" >&2; cat "$log" >&2; exit 1; fi
   sleep 0.5
 done
-report="$(jevcompat test "http://127.0.0.1:$port" 2>&1)" || true
+report="$(jevcompat test "http://127.0.0.1:$port" "${key_args[@]}" 2>&1)" || true
 echo "$report"
 summary="$(echo "$report" | grep -E 'MUST [0-9]+/[0-9]+, SHOULD [0-9]+/[0-9]+' | tail -1)"
 if [ -z "$summary" ]; then echo "no jevcompat summary line" >&2; exit 1; fi

@@ -1,40 +1,56 @@
-"""The HTTP app: routes, error mapping, request ids, body limits, and model loading at start.
+"""The HTTP app: routes, error mapping, auth, metrics, request ids, body limits, and model loading.
 
 :func:`create_app` builds a FastAPI app from :class:`~decisiond.config.Settings`. Given a ready
 :class:`~decisiond.service.Service` (tests, the pytest plugin) it serves it at once; otherwise its
 lifespan loads the configured models on a background thread while ``/health`` answers
 ``{"status": "loading"}``. Nothing loads a model at import.
+
+Every response carries ``x-request-id`` and ``server-timing`` (``prepare``, ``queue``, ``model``
+for decisions, ``total`` always), is counted in ``/metrics`` and written as one access line
+(:mod:`decisiond.logs`). With API keys configured, ``/v1/*`` and ``/metrics`` need one
+(:mod:`decisiond.auth`) and ``/health`` shows only its status.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import re
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from . import logs
+from .auth import bearer_auth
 from .config import Settings
-from .errors import DecisionError, Overloaded, RequestTooLarge
+from .errors import ApiUsageError, DecisionError, InternalError, Overloaded, RequestTooLarge
 from .manifest import Manifest, find_manifest
-from .service import Service, load_model
+from .metrics import CONTENT_TYPE, Metrics
+from .service import ServedModel, Service, load_model
 from .wire import DecisionRequest, DecisionResponse, ErrorBody, ModelList
 
 log = logging.getLogger("decisiond.app")
 
 REQUEST_ID = "x-request-id"
+SERVER_TIMING = "server-timing"
+#: A caller's request id is kept when it is 1 to 200 of these characters; otherwise a new one is made.
+_SAFE_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,200}")
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "a semantic limit, an unknown model, unreadable media, too many tokens"},
+    401: {"model": ErrorBody, "description": "keys are configured and the key sent is not one of them"},
+    403: {"model": ErrorBody, "description": "keys are configured and no key was sent"},
     413: {"model": ErrorBody, "description": "the body is larger than the configured limit"},
-    503: {"model": ErrorBody, "description": "loading, queue full, or shutting down; see Retry-After"},
+    500: {"model": ErrorBody, "description": "a server fault (the model failed); no traceback"},
+    503: {"model": ErrorBody, "description": "loading, queue full, out of memory, or shutting down; see Retry-After"},
 }
 
 
@@ -47,6 +63,24 @@ class Runtime:
     status: str = "loading"
     error: str | None = None
     manifests: list[Manifest] = field(default_factory=list)
+    draining: bool = False
+
+    def models(self) -> list[ServedModel]:
+        """The models served now (none while loading)."""
+        return self.service.models if self.service is not None else []
+
+    def dead_models(self) -> list[str]:
+        """Names of served models whose model thread has died (the server cannot answer them)."""
+        return [m.name for m in self.models() if m.engine.error is not None or not (m.engine.alive or m.engine.closing)]
+
+    def health(self) -> tuple[str, int]:
+        """The status ``/health`` reports and its HTTP status: ``loading`` 200, ``ok`` 200,
+        ``stopping`` 503 (SIGTERM received), ``error`` 503 (loading failed or a model thread died)."""
+        if self.status == "error" or self.dead_models():
+            return "error", 503
+        if self.draining:
+            return "stopping", 503
+        return self.status, 200
 
     def load(self) -> None:
         """Load every manifest (on a background thread); record success or the error."""
@@ -72,6 +106,8 @@ def get_service(runtime: Annotated[Runtime, Depends(get_runtime)]) -> Service:
     Raises:
         Overloaded: the models are still loading, or failed to load.
     """
+    if runtime.draining:
+        raise Overloaded("the server is shutting down", retry_after_s=5)
     if runtime.service is None:
         if runtime.status == "error":
             raise Overloaded("the model failed to load; see the server log", retry_after_s=30)
@@ -99,39 +135,109 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=422)
 
 
-class RequestIdMiddleware:
-    """Put ``x-request-id`` on every response (the caller's, else a new one) and turn any
-    unhandled fault into a 500 ``internal_error`` JSON body without a traceback."""
+def _request_id(scope: Scope) -> str:
+    """The caller's ``x-request-id`` when it is a safe token, else a new one (never an echo of
+    arbitrary bytes into headers and logs)."""
+    sent = dict(scope.get("headers") or []).get(REQUEST_ID.encode())
+    if sent:
+        text = sent.decode("latin-1").strip()
+        if _SAFE_ID.fullmatch(text):
+            return text
+    return uuid.uuid4().hex
 
-    def __init__(self, app: ASGIApp) -> None:
+
+def _server_timing(timings: dict[str, float], total_ms: float) -> bytes:
+    """``prepare;dur=0.4, queue;dur=0.1, model;dur=3.2, total;dur=4.0`` (ms, W3C Server-Timing)."""
+    parts = [f"{name};dur={ms:.2f}" for name, ms in timings.items() if name != "total"]
+    parts.append(f"total;dur={total_ms:.2f}")
+    return ", ".join(parts).encode()
+
+
+def _http_error(settings: Settings) -> Any:
+    """The handler of Starlette's ``HTTPException`` (404, 405, and FastAPI's body-parsing 400) in
+    the wire's shapes: a body that is not JSON is a 422 (spec §5), one nested too deeply to parse
+    (a JSON bomb: Python's parser raises ``RecursionError``) a 400 naming the limit."""
+
+    async def handle(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        cause = exc.__cause__
+        if isinstance(cause, DecisionError):  # raised while reading the body (a streamed body over the limit)
+            return _error_response(cause)
+        if isinstance(cause, RecursionError):
+            return _error_response(
+                ApiUsageError(f"the body is nested too deeply to read; the limit is {settings.max_json_depth} levels")
+            )
+        if exc.status_code == 400 and cause is not None:
+            detail = [{"loc": ["body"], "msg": "the body is not valid JSON in UTF-8", "type": "json_invalid"}]
+            return JSONResponse({"detail": detail}, status_code=422)
+        error_type = "not_found_error" if exc.status_code == 404 else "api_usage_error"
+        body = {"detail": {"error_type": error_type, "message": str(exc.detail)}}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    return handle
+
+
+class RequestIdMiddleware:
+    """The outer layer of every request: ``x-request-id`` and ``server-timing`` on every response,
+    the metrics and the access line of every request, 503 while draining, and any unhandled fault
+    turned into a 500 ``internal_error`` JSON body without a traceback.
+
+    Args:
+        app (ASGIApp): the app inside.
+        runtime (Runtime): load and drain status.
+        metrics (Metrics): where requests are counted.
+    """
+
+    def __init__(self, app: ASGIApp, runtime: Runtime, metrics: Metrics) -> None:
         self.app = app
+        self.runtime = runtime
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        sent = dict(scope.get("headers") or []).get(REQUEST_ID.encode())
-        request_id = sent.decode("latin-1")[:200] if sent else uuid.uuid4().hex
-        scope.setdefault("state", {})["request_id"] = request_id
-        started = False
+        began = time.perf_counter()
+        request_id = _request_id(scope)
+        state: dict[str, Any] = {**(scope.get("state") or {}), "request_id": request_id}
+        scope["state"] = state  # this request's own: a server may share its lifespan state dict
+        status = 500
 
         async def send_with_id(message: Message) -> None:
-            nonlocal started
+            nonlocal status
             if message["type"] == "http.response.start":
-                started = True
-                message["headers"] = [*message.get("headers", []), (REQUEST_ID.encode(), request_id.encode("latin-1"))]
+                status = message["status"]
+                total_ms = (time.perf_counter() - began) * 1000.0
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (REQUEST_ID.encode(), request_id.encode("latin-1")),
+                    (SERVER_TIMING.encode(), _server_timing(state.get("timings", {}), total_ms)),
+                ]
             await send(message)
 
         try:
-            await self.app(scope, receive, send_with_id)
-        except Exception:
-            log.error("unhandled fault on %s %s", scope.get("method"), scope.get("path"), exc_info=True)
-            if not started:
-                body = json.dumps({"detail": {"error_type": "internal_error", "message": "internal server error"}})
-                await send_with_id(
-                    {"type": "http.response.start", "status": 500, "headers": [(b"content-type", b"application/json")]}
+            if self.runtime.draining and scope.get("path") != "/health":
+                await _error_response(Overloaded("the server is shutting down", retry_after_s=5))(
+                    scope, receive, send_with_id
                 )
-                await send({"type": "http.response.body", "body": body.encode()})
+            else:
+                await self.app(scope, receive, send_with_id)
+        except Exception as exc:
+            log.error("unhandled fault on %s %s: %s", scope.get("method"), scope.get("path"), type(exc).__name__,
+                      exc_info=exc)
+            if status == 500:  # nothing was sent yet
+                await _error_response(InternalError("internal server error"))(scope, receive, send_with_id)
+        finally:
+            self._account(scope, state, request_id, status, time.perf_counter() - began)
+
+    def _account(self, scope: Scope, state: dict[str, Any], request_id: str, status: int, seconds: float) -> None:
+        route = getattr(scope.get("route"), "path", None) or "unmatched"
+        method = str(scope.get("method", ""))
+        self.metrics.observe_request(route, method, status, seconds)
+        logs.access(
+            id=request_id, method=method, route=route, model=state.get("model"), questions=state.get("questions"),
+            tokens=state.get("tokens"), status=status, ms=round(seconds * 1000.0, 2),
+        )
 
 
 class BodyLimitMiddleware:
@@ -173,16 +279,22 @@ def create_app(
     """Build the app.
 
     Args:
-        settings (Settings, optional): limits and what to serve. Defaults to ``Settings()``.
+        settings (Settings, optional): limits, keys and what to serve. Defaults to ``Settings()``.
         service (Service, optional): serve these already-loaded models. Defaults to loading
             ``manifests`` (or ``settings.model`` from ``settings.models_dir``) at start.
         manifests (list[Manifest], optional): what to load when no service is given.
 
     Returns:
-        FastAPI: routes ``POST /v1/systemone``, ``GET /v1/models``, ``GET /health``.
+        FastAPI: routes ``POST /v1/systemone``, ``GET /v1/models``, ``GET /metrics``, ``GET /health``;
+        ``app.state.runtime`` and ``app.state.metrics`` hold its status and metrics.
+
+    Raises:
+        ValueError: the API keys file cannot be read.
     """
     settings = settings or Settings()
+    keys = settings.keys()
     runtime = Runtime(settings, service=service, status="ok" if service else "loading")
+    metrics = Metrics(runtime.models)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -190,8 +302,9 @@ def create_app(
             runtime.manifests = manifests or [find_manifest(name, settings.models_dir) for name in settings.model]
             threading.Thread(target=runtime.load, name="decisiond-loader", daemon=True).start()
         yield
+        runtime.draining = True
         if runtime.service is not None:
-            runtime.service.close()
+            runtime.service.close(settings.shutdown_timeout_s)
 
     app = FastAPI(
         title="decisiond",
@@ -201,39 +314,78 @@ def create_app(
         generate_unique_id_function=lambda route: route.name,
     )
     app.state.runtime = runtime
+    app.state.metrics = metrics
+    app.state.auth = bool(keys)
     app.add_exception_handler(DecisionError, _decision_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error(settings))
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(RequestIdMiddleware)
-    _add_routes(app)
+    app.add_middleware(RequestIdMiddleware, runtime=runtime, metrics=metrics)
+    protected = [Depends(bearer_auth(keys))] if keys else []
+    app.include_router(_decision_routes(metrics), dependencies=protected)
+    app.include_router(_operation_routes(metrics), dependencies=protected)
+    _add_health(app, show_detail=not keys)
     return app
 
 
-def _add_routes(app: FastAPI) -> None:
-    @app.post("/v1/systemone", response_model=DecisionResponse, responses=_ERRORS, tags=["decisions"], name="decide")
-    async def decide(request: DecisionRequest, service: ServiceDep, http: Request) -> JSONResponse:
+def _decision_routes(metrics: Metrics) -> APIRouter:
+    router = APIRouter(prefix="/v1")
+
+    @router.post("/systemone", response_model=DecisionResponse, responses=_ERRORS, tags=["decisions"], name="decide")
+    async def decide(body: DecisionRequest, request: Request, service: ServiceDep) -> JSONResponse:
         """Answer typed questions about one state.
 
         Example: ``{"state": "I was charged twice.", "questions": {"refund": {"type": "noul",
         "instructions": "Does the customer ask for money back?"}}}`` →
         ``{"model": "minilm-l6", "answers": {"refund": {"type": "noul", "noul": 0.71}}, ...}``
         """
-        decision = await service.decide(request, is_disconnected=http.is_disconnected)
+        request.state.questions = len(body.questions)
+        decision = await service.decide(body, is_disconnected=request.is_disconnected)
+        request.state.model = decision.model
+        request.state.tokens = decision.input_tokens
+        request.state.timings = decision.timings_ms
+        metrics.observe_answers(decision.model, [q.type for q in body.questions.values()])
         return JSONResponse(decision.body)
 
-    @app.get("/v1/models", response_model=ModelList, tags=["models"], name="list_models")
+    @router.get("/models", response_model=ModelList, responses=_ERRORS, tags=["models"], name="list_models")
     async def list_models(service: ServiceDep) -> dict[str, Any]:
         """The models this server serves: name, description, release date, aliases, backend, device."""
         return {"models": [served.card() for served in service.models]}
 
+    return router
+
+
+def _operation_routes(metrics: Metrics) -> APIRouter:
+    router = APIRouter()
+
+    @router.get(
+        "/metrics",
+        tags=["operations"],
+        name="metrics",
+        response_class=Response,
+        responses={200: {"content": {CONTENT_TYPE: {}}, "description": "Prometheus text format"}},
+    )
+    async def read_metrics() -> Response:
+        """Prometheus metrics: requests by route and status, latency, questions answered by type,
+        batch sizes, queue depth, model load time, cache hits and misses, failures."""
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    return router
+
+
+def _add_health(app: FastAPI, *, show_detail: bool) -> None:
     @app.get("/health", tags=["operations"], name="health")
     async def health(runtime: RuntimeDep) -> JSONResponse:
-        """``loading`` until the model is ready, then ``ok`` with the model, device and dtype."""
-        if runtime.service is None:
-            body: dict[str, Any] = {"status": runtime.status}
-            if runtime.error:
-                body["error"] = "the model failed to load; see the server log"
-            return JSONResponse(body, status_code=200 if runtime.status == "loading" else 503)
+        """``loading`` until the model is ready, then ``ok`` with the model, device and dtype; ``error``
+        (503) when loading failed or a model thread died; ``stopping`` (503) after SIGTERM. With API
+        keys configured, only ``{"status": ...}``."""
+        status, code = runtime.health()
+        if not show_detail or runtime.service is None or status != "ok":
+            body: dict[str, Any] = {"status": status}
+            if show_detail and status == "error":
+                body["error"] = "a model failed to load or its thread stopped; see the server log"
+                body["failed_models"] = runtime.dead_models()
+            return JSONResponse(body, status_code=code)
         default = runtime.service.default
         info = default.backend.info()
         return JSONResponse(
@@ -254,4 +406,3 @@ def _add_routes(app: FastAPI) -> None:
                 ],
             }
         )
-

@@ -7,17 +7,26 @@ Run ``decisiond --help`` or ``decisiond serve --help`` for every flag; each flag
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
+import signal
 import sys
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from .ask import add_ask_parser, run_ask
+from . import logs
 from .config import Settings, hf_offline_env
 from .manifest import Manifest, ManifestError, find_manifest, read_manifests
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from .app import Runtime
 
 log = logging.getLogger("decisiond")
 
@@ -49,6 +58,7 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--request-timeout-s", type=float, help="longest queue wait before 503 (default 30)")
     serve.add_argument("--max-body-bytes", type=int, help="largest request body, 413 above (default 16 MiB)")
     serve.add_argument("--max-questions", type=int, help="questions per request (default 128)")
+    serve.add_argument("--max-options", type=int, help="options per choice question, at most 255 (default 255)")
     serve.add_argument("--max-levels", type=int, help="levels per score question (default 10)")
     serve.add_argument("--max-state-tokens", type=int, help="state tokens per request (default 32768)")
     serve.add_argument("--max-total-tokens", type=int, help="state + question tokens per request (default 65536)")
@@ -56,7 +66,21 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--max-image-bytes", type=int, help="bytes of one image file (default 8 MiB)")
     serve.add_argument("--max-image-pixels", type=int, help="pixels of one image, width x height (default 25,000,000)")
     serve.add_argument("--cache-dir", type=Path, help="user cache folder for converted weights (default ~/.cache/decisiond)")
+    serve.add_argument("--max-json-depth", type=int, help="nesting of the state and of question texts (default 64)")
+    serve.add_argument(
+        "--api-keys-file",
+        type=Path,
+        help="file of API keys, one per line (blank lines and # comments ignored); with keys, /v1/* and /metrics "
+        "need Authorization: Bearer <key>. Keys can also come from DECISIOND_API_KEYS (comma-separated). "
+        "Default: no keys, auth off",
+    )
+    serve.add_argument(
+        "--shutdown-timeout-s", type=float, help="on SIGTERM, time to finish in-flight requests (default 30)"
+    )
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="default info")
+    serve.add_argument(
+        "--log-format", choices=["json", "text"], help="json: one object per line, one access line per request"
+    )
 
 
 def _resolve_manifests(settings: Settings) -> list[Manifest]:
@@ -68,34 +92,92 @@ def _resolve_manifests(settings: Settings) -> list[Manifest]:
     return manifests
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine.
+
+    Example:
+        >>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("0.0.0.0")
+        (True, True, False)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _make_server(config: uvicorn.Config, runtime: Runtime) -> uvicorn.Server:
+    """A uvicorn server that, on SIGTERM or SIGINT, first marks the runtime as draining (new requests
+    get 503, ``/health`` says ``stopping``) and then lets uvicorn finish what is in flight."""
+    import uvicorn
+
+    class DrainingServer(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if not runtime.draining:
+                log.info("signal %d: draining, finishing in-flight requests", sig)
+            runtime.draining = True
+            super().handle_exit(sig, frame)
+
+    return DrainingServer(config)
+
+
+def watch(runtime: Runtime, server: Any, settings: Settings, *, poll_s: float = 0.2) -> None:
+    """Until the server exits: log readiness, and stop the server when loading fails or a model
+    thread dies, so that the process exits non-zero instead of hanging (``server.should_exit``)."""
+    ready = False
+    while not server.should_exit:
+        status, _ = runtime.health()
+        if status == "error":
+            why = runtime.error or f"the model thread of {', '.join(runtime.dead_models())} died"
+            log.critical("stopping: %s", why)
+            server.should_exit = True
+            return
+        if status == "ok" and not ready:
+            ready = True
+            log.info("ready on http://%s:%d", settings.host, server.config.port)
+        time.sleep(poll_s)
+
+
 def serve(settings: Settings) -> int:
-    """Run the server until interrupted. Returns the process exit code."""
+    """Run the server until SIGTERM or SIGINT. Returns the process exit code: 0 after a clean
+    shutdown, 1 when loading failed or a model thread died, 2 for a configuration error."""
     import uvicorn
 
     from .app import create_app
 
     try:
         manifests = _resolve_manifests(settings)
-    except ManifestError as exc:
+        keys = settings.keys()
+    except (ManifestError, ValueError) as exc:
         log.error("%s", exc)
         return 2
+    if not keys and not is_loopback(settings.host):
+        log.warning(
+            "binding %s without API keys: anyone who can reach this address can use the model; "
+            "set --api-keys-file or DECISIOND_API_KEYS", settings.host
+        )
     app = create_app(settings, manifests=manifests)
-    config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False)
-    server = uvicorn.Server(config)
-    runtime = app.state.runtime
-
-    def watch_load() -> None:
-        while runtime.status == "loading" and not server.should_exit:
-            time.sleep(0.2)
-        if runtime.status == "error":
-            log.error("stopping: %s", runtime.error)
-            server.should_exit = True
-        elif runtime.status == "ok":
-            log.info("ready on http://%s:%d", settings.host, server.config.port)
-
-    threading.Thread(target=watch_load, name="decisiond-load-watch", daemon=True).start()
-    server.run()
-    return 1 if runtime.status == "error" else 0
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=settings.shutdown_timeout_s,
+    )
+    runtime: Runtime = app.state.runtime
+    server = _make_server(config, runtime)
+    threading.Thread(target=watch, args=(runtime, server, settings), name="decisiond-watch", daemon=True).start()
+    # uvicorn re-raises the signal it caught once it has stopped; a drained SIGTERM is a clean exit, not a kill.
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        server.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    status, _ = runtime.health()
+    return 1 if status == "error" else 0
 
 
 def list_models(models_dir: Path) -> int:
@@ -137,14 +219,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``decisiond`` console script."""
     hf_offline_env()
     args = build_parser().parse_args(argv)
-    level = getattr(args, "log_level", None) or "info"
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "models":
+        logging.basicConfig(level="INFO", format="%(levelname)s %(name)s: %(message)s")
         return list_models(args.models_dir or Settings().models_dir)
     if args.command == "ask":
         return run_ask(args)
     args.model = args.model or None
-    return serve(_settings(args))
+    try:
+        settings = _settings(args)
+    except ValueError as exc:  # pydantic's ValidationError names the field and the bad value
+        print(f"decisiond serve: {exc}", file=sys.stderr)  # noqa: T201
+        return 2
+    logs.configure(settings.log_level, settings.log_format)
+    return serve(settings)
 
 
 if __name__ == "__main__":

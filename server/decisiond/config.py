@@ -12,13 +12,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: Hard ceiling of options per choice question (spec/wire.md §2).
 MAX_CHOICE_OPTIONS = 255
 #: Default ceiling of levels per score question (spec/wire.md §2; a server setting).
 DEFAULT_MAX_SCORE_LEVELS = 10
+#: Default ceiling of JSON nesting in the state, instructions and criteria (a JSON bomb is refused).
+DEFAULT_MAX_JSON_DEPTH = 64
 
 Device = Literal["auto", "cpu", "cuda"]
 DType = Literal["auto", "float32", "bfloat16", "float16"]
@@ -46,6 +48,9 @@ class Settings(BaseSettings):
     max_levels: int = Field(default=DEFAULT_MAX_SCORE_LEVELS, ge=1, le=100, description="levels per score")
     max_state_tokens: int = Field(default=32768, ge=16, description="state tokens per request")
     max_total_tokens: int = Field(default=65536, ge=16, description="state + question tokens per request")
+    max_json_depth: int = Field(
+        default=DEFAULT_MAX_JSON_DEPTH, ge=2, le=512, description="nesting of the state, instructions and criteria"
+    )
 
     max_batch_tokens: int = Field(default=16384, ge=64, description="token budget of one micro-batch")
     max_wait_ms: float = Field(default=2.0, ge=0.0, le=1000.0, description="micro-batch gathering window (ms)")
@@ -65,6 +70,11 @@ class Settings(BaseSettings):
     )
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["json", "text"] = Field(default="json", description="json: one object per log line")
+
+    api_keys: SecretStr = Field(default=SecretStr(""), description="comma-separated API keys; none: auth off")
+    api_keys_file: Path | None = Field(default=None, description="file of API keys, one per line")
+    shutdown_timeout_s: float = Field(default=30.0, ge=0.0, description="time to finish in-flight work on SIGTERM")
 
     @field_validator("model", mode="before")
     @classmethod
@@ -79,6 +89,23 @@ class Settings(BaseSettings):
         if not value:
             raise ValueError("at least one model is needed")
         return value
+
+    def keys(self) -> tuple[str, ...]:
+        """The configured API keys: ``api_keys`` split on commas, then ``api_keys_file``'s lines.
+
+        Blank entries, surrounding whitespace and ``#`` comment lines are dropped. No keys: auth is off.
+
+        Raises:
+            ValueError: ``api_keys_file`` cannot be read (naming the path, never a key).
+        """
+        keys = [key.strip() for key in self.api_keys.get_secret_value().split(",")]
+        if self.api_keys_file is not None:
+            try:
+                text = self.api_keys_file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValueError(f"cannot read the API keys file {self.api_keys_file}: {type(exc).__name__}") from None
+            keys += [line.strip() for line in text.splitlines() if not line.strip().startswith("#")]
+        return tuple(dict.fromkeys(key for key in keys if key))
 
 
 @lru_cache(maxsize=1)

@@ -1,12 +1,18 @@
 """The dynamic batcher: a bounded queue of prepared requests and one model thread.
 
 Request handlers call :meth:`Engine.submit`, which admits a request or refuses it at once (queue
-full, stopping: 503 ``overloaded_error``) and returns a :class:`concurrent.futures.Future`. The
+full, stopping: 503 ``overloaded_error``) and returns a :class:`Ticket` (a :class:`concurrent.futures.Future`). The
 model thread blocks for the first waiting request, gathers more for up to ``max_wait_ms`` (0: take
 what is queued) within a token budget of ``max_batch_tokens``, drops what was cancelled or waited
 past ``request_timeout_s``, runs the backend once for the micro-batch, runs the readout for every
 question of the batch at once, and resolves each future with its own slice. A failed batch fails
 its requests only; the thread lives on (Kev's ``Server``, LitServe's batching loop).
+
+Faults: a batch that runs out of device memory is split in halves and each half retried, down to
+single requests; only a request that does not fit alone fails (503 ``overloaded_error``). Any
+other error fails that batch's requests with 500 ``internal_error`` (details in the log only). If
+the model thread itself dies, every waiting request is failed at once and :attr:`Engine.error`
+says why; ``/health`` and the CLI watch :attr:`Engine.alive`.
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+
+import torch
 
 from .backends.base import Backend, Prepared
 from .errors import InternalError, Overloaded
@@ -25,11 +33,43 @@ from .readout import Readout, read
 log = logging.getLogger("decisiond.engine")
 
 
+class Ticket(Future[Readout]):
+    """The future of one submitted request, with where its time went once it is resolved.
+
+    Attributes:
+        queue_ms (float): from :meth:`Engine.submit` to the start of its batch (ms).
+        model_ms (float): its batch's forward and readout, retries after an out-of-memory split
+            included (ms).
+        batch_size (int): requests in the batch that answered it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queue_ms = 0.0
+        self.model_ms = 0.0
+        self.batch_size = 0
+
+
 @dataclass
 class _Job:
     prepared: Prepared
-    future: Future[Readout]
+    future: Ticket
     deadline: float  # time.monotonic() seconds
+    submitted: float = field(default_factory=time.monotonic)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is a device running out of memory (``torch.OutOfMemoryError`` on CUDA, or a
+    backend's ``RuntimeError`` saying so, as MPS and some CUDA kernels raise)."""
+    if isinstance(exc, torch.OutOfMemoryError | MemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def _release_device_memory() -> None:
+    """Return cached blocks to the device after an out-of-memory error, so that a retry can fit."""
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 @dataclass
@@ -40,7 +80,9 @@ class EngineStats:
     requests: int = 0
     expired: int = 0
     failed: int = 0
+    out_of_memory: int = 0
     batch_sizes: deque[int] = field(default_factory=lambda: deque(maxlen=1000))
+    size_counts: Counter[int] = field(default_factory=Counter)  # batch size → batches, since start
 
     def mean_batch_size(self) -> float:
         """Mean requests per batch over the last 1,000 batches."""
@@ -60,7 +102,8 @@ class Engine:
 
     Example:
         >>> engine = Engine(backend).start()
-        >>> readout = engine.submit(backend.prepare(work)).result()
+        >>> ticket = engine.submit(backend.prepare(work))
+        >>> readout = ticket.result()  # ticket.queue_ms, ticket.model_ms
         >>> engine.close()
     """
 
@@ -89,6 +132,8 @@ class Engine:
         self._closing = False
         self._thread = threading.Thread(target=self._run, name=f"decisiond-model-{backend.family}", daemon=True)
         self.error: BaseException | None = None
+        self._running: list[_Job] = []
+        self._batch_started = 0.0
 
     # ---------------------------------------------------------------- request side
 
@@ -106,14 +151,26 @@ class Engine:
         """Requests waiting for the model thread."""
         return len(self._pending)
 
-    def submit(self, prepared: Prepared) -> Future[Readout]:
+    @property
+    def closing(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closing
+
+    def submit(self, prepared: Prepared) -> Ticket:
         """Queue one prepared request.
 
+        Returns:
+            Ticket: resolved with the request's :class:`~decisiond.readout.Readout`, or failed with
+            :class:`Overloaded` (503) or :class:`InternalError` (500).
+
         Raises:
-            Overloaded: the queue is full, or the engine is stopping or its thread has died.
+            Overloaded: the queue is full, or the engine is stopping.
+            InternalError: the model thread has died.
         """
-        future: Future[Readout] = Future()
+        future = Ticket()
         with self._cond:
+            if self.error is not None:
+                raise InternalError("the model thread has stopped; the server must be restarted")
             if self._closing or not self._thread.is_alive():
                 raise Overloaded("the server is shutting down", retry_after_s=5)
             if len(self._pending) >= self.max_queue:
@@ -146,9 +203,15 @@ class Engine:
                     return
                 if batch:
                     self._run_batch(batch)
-        except BaseException as exc:  # the thread must never die silently
+        except BaseException as exc:  # the thread must never die silently, nor leave callers waiting
             self.error = exc
             log.critical("the model thread died: %s", type(exc).__name__, exc_info=True)
+            with self._cond:
+                orphans = [*self._running, *self._pending]
+                self._pending.clear()
+            for job in orphans:
+                if not job.future.done():
+                    job.future.set_exception(InternalError("the model thread has stopped; see the server log"))
             raise
 
     def _next_batch(self) -> list[_Job] | None:
@@ -191,25 +254,74 @@ class Engine:
         return batch
 
     def _run_batch(self, batch: list[_Job]) -> None:
-        questions = [q for job in batch for q in job.prepared.work.questions]
+        """Run one batch and resolve its futures; split it in halves on out-of-memory."""
+        self._running = batch
+        self._batch_started = time.monotonic()
+        for job in batch:
+            job.future.queue_ms = (self._batch_started - job.submitted) * 1000.0
+        self._run_part(batch)
+        self._running = []
+
+    def _stamp(self, job: _Job, batch_size: int) -> None:
+        """Record the model time of ``job`` before its future is resolved (the caller reads it then)."""
+        job.future.model_ms = (time.monotonic() - self._batch_started) * 1000.0
+        job.future.batch_size = batch_size
+
+    def _run_part(self, batch: list[_Job]) -> None:
         try:
-            logits = self.backend.forward([job.prepared for job in batch])
-            expected = sum(job.prepared.work.num_slots for job in batch)
-            if logits.numel() != expected:
-                raise RuntimeError(f"the backend gave {logits.numel()} logits for {expected} slots")
-            readout = read(logits, [q.size for q in questions], [self.backend.temperature(q.kind) for q in questions])
+            readout = self._compute(batch)
         except Exception as exc:
-            self.stats.failed += len(batch)
-            log.error("a batch of %d requests failed: %s", len(batch), type(exc).__name__, exc_info=True)
-            for job in batch:
-                job.future.set_exception(InternalError("the model failed on this batch; see the server log"))
+            out_of_memory = is_out_of_memory(exc)
+            self._fail(batch, exc, out_of_memory)
             exc.__traceback__ = None  # do not pin the batch's tensors through the traceback frames
+            del exc
+            if not out_of_memory:
+                return
+            _release_device_memory()
+            if len(batch) > 1:  # retry the halves outside the except block: the failed frames are gone
+                half = len(batch) // 2
+                self._run_part(batch[:half])
+                self._run_part(batch[half:])
             return
         self.stats.batches += 1
         self.stats.requests += len(batch)
         self.stats.batch_sizes.append(len(batch))
+        self.stats.size_counts[len(batch)] += 1
         start = 0
         for job in batch:
             stop = start + len(job.prepared.work.questions)
+            self._stamp(job, len(batch))
             job.future.set_result(readout.slice(start, stop))
             start = stop
+
+    def _compute(self, batch: list[_Job]) -> Readout:
+        """Forward and readout for ``batch``, checking one logit per slot."""
+        questions = [q for job in batch for q in job.prepared.work.questions]
+        logits = self.backend.forward([job.prepared for job in batch])
+        expected = sum(job.prepared.work.num_slots for job in batch)
+        if logits.numel() != expected:
+            raise RuntimeError(f"the backend gave {logits.numel()} logits for {expected} slots")
+        return read(logits, [q.size for q in questions], [self.backend.temperature(q.kind) for q in questions])
+
+    def _fail(self, batch: list[_Job], exc: Exception, out_of_memory: bool) -> None:
+        """Log a failed batch; fail its requests unless it will be split and retried."""
+        if out_of_memory:
+            self.stats.out_of_memory += 1
+            log.warning("out of memory on a batch of %d requests; %s", len(batch),
+                        "retrying it in halves" if len(batch) > 1 else "refusing the request")
+            if len(batch) > 1:
+                return
+        else:
+            log.error("a batch of %d requests failed: %s", len(batch), type(exc).__name__, exc_info=exc)
+        self.stats.failed += len(batch)
+        for job in batch:
+            self._stamp(job, len(batch))
+            job.future.set_exception(
+                Overloaded(
+                    "the request does not fit in the model's memory even alone; send a shorter state or fewer "
+                    "questions, or retry when the server is less busy",
+                    retry_after_s=5,
+                )
+                if out_of_memory
+                else InternalError("the model failed on this batch; see the server log")
+            )

@@ -69,7 +69,13 @@ class ServedModel:
 
 @dataclass
 class Decision:
-    """A decided request: the body of the 200 response and what the logs and headers need."""
+    """A decided request: the body of the 200 response and what the logs and headers need.
+
+    Attributes:
+        timings_ms (dict[str, float]): ``prepare`` (validation, rendering, tokenising), ``queue``
+            (waiting for the model thread), ``model`` (its batch's forward and readout) and
+            ``total`` (all of :meth:`Service.decide`), in ms.
+    """
 
     body: dict[str, Any]
     model: str
@@ -226,8 +232,8 @@ class Service:
         Raises:
             ApiUsageError: a semantic limit, an unknown model, unreadable media (400).
             MaxTokensExceeded: over a token budget (400).
-            Overloaded: queue full, waited too long, or stopping (503).
-            InternalError: the model failed (500).
+            Overloaded: queue full, waited too long, stopping, or out of device memory (503).
+            InternalError: the model failed, or its thread has died (500).
         """
         started = time.perf_counter()
         check_limits(
@@ -235,13 +241,15 @@ class Service:
             max_questions=self.settings.max_questions,
             max_options=self.settings.max_options,
             max_levels=self.settings.max_levels,
+            max_depth=self.settings.max_json_depth,
         )
         served = self.resolve(request.model)
         self.check_media(request, served)
         prepared = await run_in_threadpool(self._prepare, request, served)
         work = prepared.work
         queued = time.perf_counter()
-        readout = await wait_for_readout(served.engine.submit(prepared), is_disconnected)
+        ticket = served.engine.submit(prepared)
+        readout = await wait_for_readout(ticket, is_disconnected)
         done = time.perf_counter()
         body = {
             "model": served.name,
@@ -249,7 +257,12 @@ class Service:
             "usage": {"input_tokens": prepared.input_tokens, "output_tokens": 0},
             "x_latency_ms": round((done - started) * 1000.0, 2),
         }
-        timings = {"prepare": (queued - started) * 1000.0, "model": (done - queued) * 1000.0}
+        timings = {
+            "prepare": (queued - started) * 1000.0,
+            "queue": ticket.queue_ms,
+            "model": ticket.model_ms,
+            "total": (done - started) * 1000.0,
+        }
         return Decision(body, served.name, prepared.input_tokens, timings)
 
     def close(self, timeout_s: float = 10.0) -> None:

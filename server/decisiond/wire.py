@@ -176,8 +176,50 @@ def _describe(question_id: str) -> str:
     return repr(shown)
 
 
+def json_depth(value: Any) -> int:
+    """Nesting depth of a parsed JSON value: 0 for a scalar, 1 for a flat array or object (iterative,
+    so a deep value costs no recursion).
+
+    Example:
+        >>> json_depth({"a": [1, {"b": []}]})
+        3
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        elif not isinstance(item, list):
+            continue
+        deepest = max(deepest, depth + 1)
+        stack.extend((child, depth + 1) for child in item if isinstance(child, dict | list))
+    return deepest
+
+
+def _check_depth(request: DecisionRequest, max_depth: int) -> None:
+    state_depth = json_depth(request.state)
+    if state_depth > max_depth:
+        raise ApiUsageError(
+            f"the state is nested {state_depth} levels deep; the limit is {max_depth} (--max-json-depth)"
+        )
+    for question_id, question in request.questions.items():
+        criteria = question.criteria
+        if isinstance(criteria, NoulCriteria):
+            criteria = [criteria.true, criteria.false]
+        if json_depth([question.instructions, criteria]) - 1 > max_depth:
+            raise ApiUsageError(
+                f"question {_describe(question_id)} is nested deeper than {max_depth} levels (--max-json-depth)"
+            )
+
+
 def check_limits(
-    request: DecisionRequest, *, max_questions: int, max_options: int, max_levels: int
+    request: DecisionRequest,
+    *,
+    max_questions: int,
+    max_options: int,
+    max_levels: int,
+    max_depth: int = 64,
 ) -> None:
     """Apply the semantic limits of spec/wire.md §2 and §5.
 
@@ -186,9 +228,12 @@ def check_limits(
         max_questions (int): questions per request.
         max_options (int): options per choice (at most 255).
         max_levels (int): levels per score.
+        max_depth (int, optional): JSON nesting of the state and of each question's texts.
+            Defaults to 64.
 
     Raises:
-        ApiUsageError: an empty id, a noul with nothing to ask, too many questions (400).
+        ApiUsageError: an empty id, a noul with nothing to ask, too many questions, nesting past
+            ``max_depth`` (400).
         LimitError: too many options or levels (422, as jevcompat requires).
     """
     if len(request.questions) > max_questions:
@@ -204,6 +249,7 @@ def check_limits(
             raise LimitError(loc, f"{where} has {len(question.criteria)} levels; a score takes 1 to {max_levels}")
         if isinstance(question, NoulQuestion) and _noul_is_empty(question):
             raise ApiUsageError(f"{where} is a noul with neither instructions nor criteria: there is nothing to ask")
+    _check_depth(request, max_depth)
 
 
 def _noul_is_empty(question: NoulQuestion) -> bool:

@@ -9,12 +9,18 @@ levels are keyed by their own text. So ``state = "billing billing"`` with option
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
 from ..render import Question, to_text
-from .base import Backend, Prepared, Work
+from .base import Backend, Prepared, TokenLimits, Work
+
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..manifest import Manifest
 
 
 def _word_count(text: str) -> int:
@@ -51,14 +57,54 @@ class FakeBackend(Backend):
         temperature (float, optional): applied by the readout. Defaults to 1.0.
         read_images (bool, optional): accept image media; each image counts as one token and
             does not move a logit. Defaults to False.
+        delay_ms (float, optional): simulated model time per forward call (ms), for shutdown and
+            load tests of a real server process. Defaults to 0.
     """
 
     family = "fake"
 
-    def __init__(self, *, temperature: float = 1.0, read_images: bool = False, **kwargs: object) -> None:
+    def __init__(
+        self,
+        *,
+        temperature: float = 1.0,
+        read_images: bool = False,
+        delay_ms: float = 0.0,
+        **kwargs: object,
+    ) -> None:
+        if delay_ms < 0:
+            raise ValueError(f"delay_ms must be >= 0, got {delay_ms!r}")
         modalities = frozenset({"text", "image"}) if read_images else frozenset({"text"})
         super().__init__(temperature=temperature, modalities=modalities, **kwargs)  # type: ignore[arg-type]
+        self.delay_s = delay_ms / 1000.0
         self.calls: list[int] = []  # batch sizes seen by forward, for tests
+
+    @classmethod
+    def from_manifest(
+        cls,
+        manifest: Manifest,
+        *,
+        device: torch.device,
+        dtype: torch.dtype,
+        limits: TokenLimits,
+        settings: Settings,
+    ) -> FakeBackend:
+        """A fake backend from a manifest (``backend = "fake"``): its temperature, whether its
+        ``modalities`` include ``image``, and an optional top-level ``delay_ms``. No weights are read.
+
+        Raises:
+            ValueError: ``delay_ms`` is not a non-negative number.
+        """
+        delay = manifest.backend_options.get("delay_ms", 0.0)
+        if isinstance(delay, bool) or not isinstance(delay, int | float):
+            raise ValueError(f"{manifest.name}: delay_ms must be a number of ms, got {delay!r}")
+        return cls(
+            temperature=manifest.temperature,
+            read_images="image" in manifest.modalities,
+            delay_ms=float(delay),
+            device=device,
+            dtype=dtype,
+            limits=limits,
+        )
 
     def prepare(self, work: Work) -> Prepared:
         state_text = to_text(work.state)
@@ -70,5 +116,7 @@ class FakeBackend(Backend):
 
     def forward(self, batch: Sequence[Prepared]) -> torch.Tensor:
         self.calls.append(len(batch))
+        if self.delay_s:
+            time.sleep(self.delay_s)
         flat = [logit for prepared in batch for logit in prepared.features]
         return torch.tensor(flat, dtype=torch.float32)
