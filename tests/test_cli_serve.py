@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from decisiond import cli
-from reliability_support import VALID, settings
+from .reliability_support import VALID, settings
 
 MANIFEST = """
 name = "fake-slow"

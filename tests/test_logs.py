@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from decisiond import logs
-from reliability_support import VALID, served_app
+from .reliability_support import VALID, served_app
 
 
 def test_the_json_formatter_writes_one_object_with_the_fields() -> None:

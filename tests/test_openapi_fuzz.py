@@ -13,8 +13,8 @@ from schemathesis.specs.openapi.checks import (
 from starlette.types import Receive, Scope, Send
 
 from decisiond.app import create_app
-from reliability_support import fake_service
-from reliability_support import settings as app_settings
+from .reliability_support import fake_service
+from .reliability_support import settings as app_settings
 
 _settings = app_settings()
 APP = create_app(_settings, service=fake_service(_settings))

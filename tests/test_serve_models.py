@@ -55,13 +55,13 @@ async def test_repeated_models_by_manifest_path(tmp_path: Path) -> None:
             assert [(c["name"], c["backend"]) for c in cards] == [("nli", "cross_encoder"), ("embed", "bi_encoder")]
 
 
-def test_a_missing_weights_folder_fails_at_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_missing_weights_folder_fails_at_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     manifest = write_manifest(tmp_path / "gone.toml", name="gone", backend="cross_encoder", weights={"path": "ckpt"})
     assert main(["serve", "--model", str(manifest)]) == 2
-    assert f"weights folder {tmp_path / 'ckpt'} does not exist" in caplog.text
+    assert f"weights folder {tmp_path / 'ckpt'} does not exist" in capsys.readouterr().err
 
 
-def test_a_hub_id_missing_from_the_cache_fails_at_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_hub_id_missing_from_the_cache_fails_at_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from huggingface_hub import constants
 
     manifest = write_manifest(
@@ -70,8 +70,9 @@ def test_a_hub_id_missing_from_the_cache_fails_at_start(tmp_path: Path, caplog: 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
         assert main(["serve", "--model", str(manifest)]) == 2
-    assert "org/not-here is not in the local Hugging Face cache" in caplog.text
-    assert "hf download org/not-here" in caplog.text
+    err = capsys.readouterr().err
+    assert "org/not-here is not in the local Hugging Face cache" in err
+    assert "hf download org/not-here" in err
 
 
 @pytest.mark.slow
