@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .config import Settings, hf_offline_env
+from .cassette import CassetteError
+from .config import Settings, hf_offline_env, read_env
 from .manifest import Manifest, ManifestError, find_manifest, read_manifests
 
 log = logging.getLogger("decisiond")
@@ -52,10 +53,56 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--max-state-tokens", type=int, help="state tokens per request (default 32768)")
     serve.add_argument("--max-total-tokens", type=int, help="state + question tokens per request (default 65536)")
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="default info")
+    serve.add_argument("--replay", action="append", type=Path, help="answer recorded requests from this cassette (repeatable)")
+    serve.add_argument("--replay-mode", choices=["strict", "fallback"], help="unrecorded request: strict 404 (no model loaded) or fallback to the model (default strict)")
+    serve.add_argument("--scripted", type=Path, help="serve scripted answers from this rules file (TOML or YAML) instead of a model")
+
+
+def _add_record(sub: Any) -> None:
+    record = sub.add_parser(
+        "record",
+        help="record a real service's answers into a cassette, for replay in tests",
+        description="Run a local proxy on /v1/systemone and /v1/models that forwards each request to the upstream "
+        "service, returns its answer unchanged and appends the exchange to a cassette (JSON lines). Point your "
+        "application at the proxy, run it, then serve the cassette with `decisiond serve --replay PATH`. "
+        "The API key is sent upstream only, never written to the cassette.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    record.add_argument("--upstream", required=True, help="base URL of the real service, e.g. https://api.example.com")
+    record.add_argument("--cassette", required=True, type=Path, help="cassette to append to (created when missing)")
+    record.add_argument("--api-key-env", help="environment variable holding the upstream API key (default: pass on the caller's Authorization header)")
+    record.add_argument("--host", default="127.0.0.1", help="address to bind")
+    record.add_argument("--port", type=int, default=8000, help="port to bind")
+    record.add_argument("--timeout-s", type=float, default=60.0, help="upstream timeout in seconds")
+    record.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info")
+
+
+def record(args: argparse.Namespace) -> int:
+    """Run the recording proxy until interrupted. Returns the process exit code."""
+    import uvicorn
+
+    from .record import create_record_app
+
+    api_key = None
+    if args.api_key_env:
+        api_key = read_env(args.api_key_env)
+        if api_key is None:
+            log.error("the environment variable %s is not set; export the upstream API key there", args.api_key_env)
+            return 2
+    app = create_record_app(args.upstream, args.cassette, api_key=api_key, timeout_s=args.timeout_s)
+    log.info("recording %s into %s on http://%s:%d", args.upstream, args.cassette, args.host, args.port)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    return 0
 
 
 def _resolve_manifests(settings: Settings) -> list[Manifest]:
     """Read every requested manifest and check its weights are here, before binding a port."""
+    if not settings.needs_model:
+        return []
+    if settings.scripted is not None:
+        from .backends.scripted import scripted_manifest
+
+        return [scripted_manifest(settings.scripted)]
     manifests = [find_manifest(name, settings.models_dir) for name in settings.model]
     for manifest in manifests:
         path = manifest.weights_path()
@@ -71,10 +118,10 @@ def serve(settings: Settings) -> int:
 
     try:
         manifests = _resolve_manifests(settings)
-    except ManifestError as exc:
+        app = create_app(settings, manifests=manifests)
+    except (ManifestError, CassetteError, ValueError) as exc:  # ValueError: a bad rules file (RulesError)
         log.error("%s", exc)
         return 2
-    app = create_app(settings, manifests=manifests)
     config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level, access_log=False)
     server = uvicorn.Server(config)
     runtime = app.state.runtime
@@ -122,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_serve(sub)
+    _add_record(sub)
     models = sub.add_parser("models", help="list the models the manifests offer")
     models.add_argument("--models-dir", type=Path, default=None, help="folder of model manifests (default models)")
     return parser
@@ -135,6 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "models":
         return list_models(args.models_dir or Settings().models_dir)
+    if args.command == "record":
+        return record(args)
     args.model = args.model or None
     return serve(_settings(args))
 

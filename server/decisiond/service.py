@@ -218,7 +218,7 @@ class Service:
         )
         served = self.resolve(request.model)
         self.check_media(request, served)
-        work = Work(request.state, to_questions(request))
+        work = Work(request.state, to_questions(request), question_ids=tuple(request.questions))
         prepared = await run_in_threadpool(served.backend.prepare, work)
         queued = time.perf_counter()
         readout = await wait_for_readout(served.engine.submit(prepared), is_disconnected)

@@ -13,6 +13,7 @@ from .base import Backend, BackendInfo, Prepared, TokenLimits, Work
 BACKENDS: dict[str, str] = {
     "fake": "decisiond.backends.fake:FakeBackend",
     "bi_encoder": "decisiond.backends.bi_encoder:BiEncoderBackend",
+    "scripted": "decisiond.backends.scripted:ScriptedBackend",
 }
 
 
