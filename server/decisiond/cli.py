@@ -1,4 +1,4 @@
-"""The ``decisiond`` command: ``serve`` a model, list ``models``.
+"""The ``decisiond`` command: ``serve`` a model, list ``models``, ``ask`` a model questions.
 
 Run ``decisiond --help`` or ``decisiond serve --help`` for every flag; each flag also reads a
 ``DECISIOND_*`` environment variable (see :mod:`decisiond.config`).
@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .ask import add_ask_parser, run_ask
 from .cassette import CassetteError
 from .config import Settings, hf_offline_env, read_env
 from .manifest import Manifest, ManifestError, find_manifest, read_manifests
@@ -172,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_record(sub)
     models = sub.add_parser("models", help="list the models the manifests offer")
     models.add_argument("--models-dir", type=Path, default=None, help="folder of model manifests (default models)")
+    add_ask_parser(sub)
     return parser
 
 
@@ -183,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.command == "models":
         return list_models(args.models_dir or Settings().models_dir)
+    if args.command == "ask":
+        return run_ask(args)
     if args.command == "record":
         return record(args)
     args.model = args.model or None
