@@ -28,6 +28,10 @@ def test_scripted(decisiond):
     assert answer["model"] == "sample-scripted"
     assert answer["answers"]["team"]["probabilities"] == {"billing": 0.75, "technical": 0.25}
     assert decisiond.base_url.startswith("http://127.0.0.1:")
+    from decisiond.client import Choice, DecisionRequest
+
+    typed = decisiond.client.decide(None, DecisionRequest("refund please", {"team": Choice.of("Which?", "billing", "technical")}))
+    assert typed.choice("team").choice == "billing" and typed.model == "sample-scripted"
 
 
 @pytest.mark.decisiond(replay="cassette.jsonl")

@@ -8,8 +8,15 @@ from __future__ import annotations
 
 import sys
 
-#: ticket, the team the recorded service chose, whether it read the ticket as urgent.
-TICKETS: list[tuple[str, str, bool]] = []
+#: ticket, the team the recorded service chose, whether it read the ticket as urgent
+#: (recorded from decisiond serving minilm-l6, which reads none of them as urgent).
+TICKETS: list[tuple[str, str, bool]] = [
+    ("I was charged twice for my order and I need the duplicate refunded today.", "billing", False),
+    ("The app crashes with an error every time I upload a photo.", "technical", False),
+    ("Your invoice has the wrong company address on it, please send a corrected invoice.", "billing", False),
+    ("The login page shows a server error and I cannot sign in.", "technical", False),
+    ("This is unacceptable! I have been billed for a subscription I cancelled, refund me now!", "billing", False),
+]
 
 
 def main(url: str) -> None:
@@ -21,6 +28,7 @@ def main(url: str) -> None:
         router = TicketRouter(client)
         for ticket, _, _ in TICKETS:
             print(ticket, "→", router.route(ticket))  # noqa: T201
+        print(client.models())  # noqa: T201  (records /v1/models too)
 
 
 if __name__ == "__main__":
