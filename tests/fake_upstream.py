@@ -51,7 +51,9 @@ def upstream_app(seen: list[dict[str, str]]) -> FastAPI:
             return Response(json.dumps(detail), status_code=400, media_type="application/json")
         answers = {qid: _answer(q) for qid, q in body["questions"].items()}
         usage = {"input_tokens": 42, "output_tokens": 0}
-        text = json.dumps({"model": UPSTREAM_MODEL, "answers": answers, "usage": usage, "x_latency_ms": len(seen) * 1.5}, indent=1)
+        text = json.dumps(
+            {"model": UPSTREAM_MODEL, "answers": answers, "usage": usage, "x_latency_ms": len(seen) * 1.5}, indent=1
+        )
         return Response(text, media_type="application/json")
 
     @app.get("/v1/models")

@@ -8,13 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from decisiond.cassette import CassetteError, Library, new_entry, read_cassette, request_key, CassetteWriter
+from decisiond.cassette import CassetteError, CassetteWriter, Library, new_entry, read_cassette, request_key
 
 BASE = {
     "model": "jev-latest",
     "state": {"ticket": "I was charged twice", "channel": "email"},
     "questions": {
-        "department": {"type": "choice", "instructions": "Which team?", "criteria": {"billing": None, "technical": "Bugs"}},
+        "department": {
+            "type": "choice",
+            "instructions": "Which team?",
+            "criteria": {"billing": None, "technical": "Bugs"},
+        },
         "urgent": {"type": "noul", "instructions": "Is it urgent?"},
         "anger": {"type": "score", "instructions": "How angry?", "criteria": ["Calm", "Angry"]},
     },
@@ -30,7 +34,12 @@ def _variant(**changes: object) -> dict[str, object]:
 def test_key_ignores_field_order_unknown_fields_and_default_model_names() -> None:
     reordered = {
         "questions": {
-            "department": {"criteria": {"billing": None, "technical": "Bugs"}, "x_hint": 1, "type": "choice", "instructions": "Which team?"},
+            "department": {
+                "criteria": {"billing": None, "technical": "Bugs"},
+                "x_hint": 1,
+                "type": "choice",
+                "instructions": "Which team?",
+            },
             "urgent": {"instructions": "Is it urgent?", "type": "noul", "criteria": None},
             "anger": {"criteria": ["Calm", "Angry"], "type": "score", "instructions": "How angry?"},
         },

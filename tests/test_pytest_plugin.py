@@ -16,10 +16,11 @@ from decisiond.pytest_plugin import ServerSpec, default_manifest, spec_from
 
 from .conftest import MODELS
 
-SAMPLE = '''
+SAMPLE = """
 import pytest
 
-RULES_BODY = {"state": "refund please", "questions": {"team": {"type": "choice", "criteria": {"billing": None, "technical": None}}}}
+TEAM = {"type": "choice", "criteria": {"billing": None, "technical": None}}
+RULES_BODY = {"state": "refund please", "questions": {"team": TEAM}}
 
 
 @pytest.mark.decisiond(scripted="rules.toml")
@@ -30,7 +31,8 @@ def test_scripted(decisiond):
     assert decisiond.base_url.startswith("http://127.0.0.1:")
     from decisiond.client import Choice, DecisionRequest
 
-    typed = decisiond.client.decide(None, DecisionRequest("refund please", {"team": Choice.of("Which?", "billing", "technical")}))
+    request = DecisionRequest("refund please", {"team": Choice.of("Which?", "billing", "technical")})
+    typed = decisiond.client.decide(None, request)
     assert typed.choice("team").choice == "billing" and typed.model == "sample-scripted"
 
 
@@ -45,7 +47,7 @@ def test_replayed(decisiond):
 def test_parameter_and_shared_server(decisiond, request):
     pool = request.getfixturevalue("decisiond_pool")
     assert len(pool.servers) in (1, 2) and decisiond in pool.servers.values()
-'''
+"""
 
 
 def test_spec_from_resolves_paths_next_to_the_test_then_the_rootdir(tmp_path: Path) -> None:
@@ -76,8 +78,13 @@ def test_the_fixture_serves_an_application_test_module(tmp_path: Path) -> None:
     (tmp_path / "rules.toml").write_text(
         'model = "sample-scripted"\n[[rules]]\nquestion = "team"\nprobabilities = {billing = 0.75}\n', encoding="utf-8"
     )
-    body = {"state": "refund please", "questions": {"team": {"type": "choice", "criteria": {"billing": None, "technical": None}}}}
-    CassetteWriter(tmp_path / "cassette.jsonl").append(new_entry("/v1/systemone", body, 200, "application/json", b'{"model":"recorded"}'))
+    body = {
+        "state": "refund please",
+        "questions": {"team": {"type": "choice", "criteria": {"billing": None, "technical": None}}},
+    }
+    CassetteWriter(tmp_path / "cassette.jsonl").append(
+        new_entry("/v1/systemone", body, 200, "application/json", b'{"model":"recorded"}')
+    )
     (tmp_path / "test_sample.py").write_text(textwrap.dedent(SAMPLE), encoding="utf-8")
     (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n", encoding="utf-8")
     done = subprocess.run(

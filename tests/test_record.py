@@ -21,7 +21,11 @@ SECRET = "sk-live-do-not-store-123"
 REQUEST = {
     "state": "I was charged twice and need the refund today.",
     "questions": {
-        "department": {"type": "choice", "instructions": "Which team?", "criteria": {"billing": None, "technical": None}},
+        "department": {
+            "type": "choice",
+            "instructions": "Which team?",
+            "criteria": {"billing": None, "technical": None},
+        },
         "urgent": {"type": "noul", "instructions": "Is it urgent?"},
     },
 }
@@ -70,7 +74,9 @@ def test_without_a_configured_key_the_callers_header_goes_upstream_only(
     server, seen = upstream
     cassette = tmp_path / "c.jsonl"
     with BackgroundServer(create_record_app(server.base_url, cassette)) as proxy:
-        answer = httpx.post(proxy.base_url + "/v1/systemone", json=REQUEST, headers={"Authorization": f"Bearer {SECRET}"})
+        answer = httpx.post(
+            proxy.base_url + "/v1/systemone", json=REQUEST, headers={"Authorization": f"Bearer {SECRET}"}
+        )
     assert answer.status_code == 200
     assert seen[-1]["authorization"] == f"Bearer {SECRET}"
     assert SECRET not in cassette.read_text(encoding="utf-8")

@@ -23,11 +23,19 @@ from .conftest import fake_service
 REQUEST = {
     "model": "jev-latest",
     "state": "The app crashes when I upload a photo.",
-    "questions": {"department": {"type": "choice", "instructions": "Which team?", "criteria": {"billing": None, "technical": None}}},
+    "questions": {
+        "department": {
+            "type": "choice",
+            "instructions": "Which team?",
+            "criteria": {"billing": None, "technical": None},
+        }
+    },
 }
-RECORDED = b'{"model":"jev-hosted-3",  "answers":{"department":{"type":"choice","choice":"technical",' \
-    b'"probabilities":{"billing":0.1,"technical":0.9},"confidence":0.8}},"usage":{"input_tokens":31,"output_tokens":0},' \
+RECORDED = (
+    b'{"model":"jev-hosted-3",  "answers":{"department":{"type":"choice","choice":"technical",'
+    b'"probabilities":{"billing":0.1,"technical":0.9},"confidence":0.8}},"usage":{"input_tokens":31,"output_tokens":0},'
     b'"x_latency_ms":88.25}'
+)
 MODELS = b'{"models": [{"name": "jev-hosted-3", "description": "hosted", "release_date": "2026-03-01"}]}'
 
 
@@ -35,7 +43,15 @@ def _cassette(path: Path, *, models: bool = True) -> Path:
     writer = CassetteWriter(path)
     writer.append(new_entry("/v1/systemone", REQUEST, 200, "application/json", RECORDED))
     refused = {**REQUEST, "model": "jev-gone"}
-    writer.append(new_entry("/v1/systemone", refused, 400, "application/json", b'{"detail":{"error_type":"api_usage_error","message":"gone"}}'))
+    writer.append(
+        new_entry(
+            "/v1/systemone",
+            refused,
+            400,
+            "application/json",
+            b'{"detail":{"error_type":"api_usage_error","message":"gone"}}',
+        )
+    )
     if models:
         writer.append(new_entry("/v1/models", None, 200, "application/json", MODELS))
     return path
@@ -106,7 +122,9 @@ async def test_fallback_answers_a_miss_with_the_local_model(tmp_path: Path) -> N
     assert invalid.status_code == 422
 
 
-def test_a_corrupt_cassette_is_refused_at_start_with_its_line_number(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_corrupt_cassette_is_refused_at_start_with_its_line_number(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     cassette = _cassette(tmp_path / "c.jsonl")
     cassette.write_text(cassette.read_text() + '{"key": "sq1-x", "response": 5}\n', encoding="utf-8")
     with pytest.raises(CassetteError, match=r"c\.jsonl:4"):

@@ -26,13 +26,18 @@ QUESTIONS = {
 
 def _sdk(base_url: str) -> TypeSafeClient:
     # decisiond needs no key; the SDK insists on one, so any placeholder will do
-    return TypeSafeClient(api_key="offline-test", base_url=base_url, retry=RetryPolicy(max_retries=0), compression=False)
+    return TypeSafeClient(
+        api_key="offline-test", base_url=base_url, retry=RetryPolicy(max_retries=0), compression=False
+    )
 
 
 def test_the_sdk_records_and_then_replays_the_same_answers(tmp_path: Path) -> None:
     cassette = tmp_path / "sdk.jsonl"
     seen: list[dict[str, str]] = []
-    with BackgroundServer(upstream_app(seen)) as upstream, BackgroundServer(create_record_app(upstream.base_url, cassette)) as proxy:
+    with (
+        BackgroundServer(upstream_app(seen)) as upstream,
+        BackgroundServer(create_record_app(upstream.base_url, cassette)) as proxy,
+    ):
         with _sdk(proxy.base_url) as sdk:
             recorded = sdk.system_one(STATE, QUESTIONS)
             recorded_models = [m.name for m in sdk.models.list().models]
@@ -54,8 +59,11 @@ def test_the_sdk_records_and_then_replays_the_same_answers(tmp_path: Path) -> No
 
 def test_the_sdk_reads_scripted_answers(tmp_path: Path) -> None:
     rules = tmp_path / "rules.toml"
-    rules.write_text('model = "jev-scripted"\n[[rules]]\nquestion = "team"\nanswer = "billing"\n'
-                     '[[rules]]\nquestion = "urgent"\nstate = "today"\nyes = 0.9\n', encoding="utf-8")
+    rules.write_text(
+        'model = "jev-scripted"\n[[rules]]\nquestion = "team"\nanswer = "billing"\n'
+        '[[rules]]\nquestion = "urgent"\nstate = "today"\nyes = 0.9\n',
+        encoding="utf-8",
+    )
     assert scripted_manifest(rules).name == "jev-scripted"
     server = start_server(ServerSpec(scripted=rules))
     try:

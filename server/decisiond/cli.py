@@ -54,9 +54,17 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--max-state-tokens", type=int, help="state tokens per request (default 32768)")
     serve.add_argument("--max-total-tokens", type=int, help="state + question tokens per request (default 65536)")
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="default info")
-    serve.add_argument("--replay", action="append", type=Path, help="answer recorded requests from this cassette (repeatable)")
-    serve.add_argument("--replay-mode", choices=["strict", "fallback"], help="unrecorded request: strict 404 (no model loaded) or fallback to the model (default strict)")
-    serve.add_argument("--scripted", type=Path, help="serve scripted answers from this rules file (TOML or YAML) instead of a model")
+    serve.add_argument(
+        "--replay", action="append", type=Path, help="answer recorded requests from this cassette (repeatable)"
+    )
+    serve.add_argument(
+        "--replay-mode",
+        choices=["strict", "fallback"],
+        help="an unrecorded request: strict answers 404, no model loaded; fallback asks the model (default strict)",
+    )
+    serve.add_argument(
+        "--scripted", type=Path, help="serve scripted answers from this rules file (TOML or YAML) instead of a model"
+    )
 
 
 def _add_record(sub: Any) -> None:
@@ -71,7 +79,10 @@ def _add_record(sub: Any) -> None:
     )
     record.add_argument("--upstream", required=True, help="base URL of the real service, e.g. https://api.example.com")
     record.add_argument("--cassette", required=True, type=Path, help="cassette to append to (created when missing)")
-    record.add_argument("--api-key-env", help="environment variable holding the upstream API key (default: pass on the caller's Authorization header)")
+    record.add_argument(
+        "--api-key-env",
+        help="environment variable holding the upstream API key (default: pass on the caller's Authorization header)",
+    )
     record.add_argument("--host", default="127.0.0.1", help="address to bind")
     record.add_argument("--port", type=int, default=8000, help="port to bind")
     record.add_argument("--timeout-s", type=float, default=60.0, help="upstream timeout in seconds")

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -66,7 +66,7 @@ class ServerSpec:
     """
 
     replay: tuple[Path, ...] = ()
-    replay_mode: str = "strict"
+    replay_mode: Literal["strict", "fallback"] = "strict"
     scripted: Path | None = None
     model: str | None = None
 
@@ -135,10 +135,12 @@ def spec_from(options: dict[str, Any], base_dirs: list[Path]) -> ServerSpec:
     """
     unknown = set(options) - _KEYWORDS
     if unknown:
-        raise pytest.UsageError(f"@pytest.mark.{MARKER} takes {', '.join(sorted(_KEYWORDS))}; got {', '.join(sorted(unknown))}")
+        raise pytest.UsageError(
+            f"@pytest.mark.{MARKER} takes {', '.join(sorted(_KEYWORDS))}; got {', '.join(sorted(unknown))}"
+        )
     replay = options.get("replay") or ()
     replay = (replay,) if isinstance(replay, str | Path) else tuple(replay)
-    mode = options.get("replay_mode") or "strict"
+    mode: Literal["strict", "fallback"] = options.get("replay_mode") or "strict"
     if mode not in ("strict", "fallback"):
         raise pytest.UsageError(f"replay_mode must be strict or fallback, got {mode!r}")
     scripted = options.get("scripted")

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
 from fastapi import FastAPI, Request
@@ -69,37 +68,17 @@ def create_record_app(
 
     app = FastAPI(title="decisiond record", summary=f"recording proxy to {base}", lifespan=lifespan)
 
-    def outgoing_headers(request: Request) -> dict[str, str]:
-        headers = {name: request.headers[name] for name in FORWARDED_HEADERS if name in request.headers}
-        if api_key is not None:
-            headers["authorization"] = f"Bearer {api_key}"
-        elif "authorization" in request.headers:
-            headers["authorization"] = request.headers["authorization"]
-        return headers
-
     async def forward(request: Request, route: str, method: str, body: bytes | None) -> Response:
         url = base + route
         try:
-            answer = await holder["client"].request(method, url, content=body, headers=outgoing_headers(request))
+            headers = outgoing_headers(request.headers, api_key)
+            answer = await holder["client"].request(method, url, content=body, headers=headers)
         except httpx.HTTPError as exc:
             log.warning("upstream %s failed: %s", url, type(exc).__name__)
             return _upstream_error(url, exc)
         content_type = answer.headers.get("content-type", "application/json")
-        record(route, body, answer.status_code, content_type, answer.content, request.headers)
+        record(writer, route, body, answer, request.headers)
         return Response(content=answer.content, status_code=answer.status_code, media_type=content_type)
-
-    def record(route: str, body: bytes | None, status: int, content_type: str, content: bytes, headers: Any) -> None:
-        if route == SYSTEMONE_ROUTE and headers.get("content-encoding"):
-            log.warning("not recorded: a %s-encoded request body", headers["content-encoding"])
-            return
-        try:
-            parsed = None if body is None else json.loads(body)
-            entry = new_entry(route, parsed, status, content_type, content)
-        except ValueError as exc:
-            log.warning("not recorded: %s %s is not a valid request or answer (%s)", route, status, type(exc).__name__)
-            return
-        writer.append(entry)
-        log.info("recorded %s %s → %d (%s)", route, entry.key, status, entry.model or "no model")
 
     @app.post(SYSTEMONE_ROUTE)
     async def decide(request: Request) -> Response:
@@ -117,3 +96,33 @@ def create_record_app(
         return {"status": "ok", "mode": "record", "upstream": base, "cassette": str(cassette)}
 
     return app
+
+
+def outgoing_headers(incoming: Mapping[str, str], api_key: str | None) -> dict[str, str]:
+    """The headers sent upstream: :data:`FORWARDED_HEADERS`, and the key (configured, else the caller's)."""
+    headers = {name: incoming[name] for name in FORWARDED_HEADERS if name in incoming}
+    if api_key is not None:
+        headers["authorization"] = f"Bearer {api_key}"
+    elif "authorization" in incoming:
+        headers["authorization"] = incoming["authorization"]
+    return headers
+
+
+def record(
+    writer: CassetteWriter, route: str, body: bytes | None, answer: httpx.Response, incoming: Mapping[str, str]
+) -> None:
+    """Append one exchange to the cassette; log and skip what cannot be keyed (never the headers)."""
+    if route == SYSTEMONE_ROUTE and incoming.get("content-encoding"):
+        log.warning("not recorded: a %s-encoded request body", incoming["content-encoding"])
+        return
+    content_type = answer.headers.get("content-type", "application/json")
+    try:
+        parsed = None if body is None else json.loads(body)
+        entry = new_entry(route, parsed, answer.status_code, content_type, answer.content)
+    except ValueError as exc:
+        log.warning(
+            "not recorded: %s %d is not a valid request or answer (%s)", route, answer.status_code, type(exc).__name__
+        )
+        return
+    writer.append(entry)
+    log.info("recorded %s %s → %d (%s)", route, entry.key, answer.status_code, entry.model or "no model")

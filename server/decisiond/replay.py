@@ -25,7 +25,9 @@ from .cassette import MODELS_KEY, MODELS_ROUTE, SYSTEMONE_ROUTE, Library, reques
 from .errors import DecisionError, NotFound
 
 
-async def _send_bytes(send: Send, status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None) -> None:
+async def _send_bytes(
+    send: Send, status: int, content_type: str, body: bytes, headers: dict[str, str] | None = None
+) -> None:
     raw = [(b"content-type", content_type.encode("latin-1")), (b"content-length", str(len(body)).encode())]
     raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
@@ -137,4 +139,6 @@ class ReplayMiddleware:
 
 def _validation_detail(exc: ValidationError) -> list[dict[str, Any]]:
     """pydantic's errors in FastAPI's 422 shape, without ``input`` (never echo the state)."""
-    return [{"loc": ["body", *e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
+    return [
+        {"loc": ["body", *e.get("loc", ())], "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()
+    ]

@@ -37,7 +37,11 @@ yes = 0.85
 question = "anger"
 probabilities = {"Concerned" = 0.95, "2" = 0.05}
 """
-DEPARTMENT = {"type": "choice", "instructions": "Which team should handle this?", "criteria": {"billing": None, "technical": None, "other": None}}
+DEPARTMENT = {
+    "type": "choice",
+    "instructions": "Which team should handle this?",
+    "criteria": {"billing": None, "technical": None, "other": None},
+}
 QUESTIONS = {
     "department": DEPARTMENT,
     "urgent": {"type": "noul", "instructions": "Is it urgent?"},
@@ -84,7 +88,13 @@ async def test_rules_give_exact_probabilities_and_the_formulas_follow(rules: Pat
 
 
 async def test_unmatched_state_falls_to_later_rules_and_the_uniform_default(rules: Path) -> None:
-    answer = await _decide(rules, {"state": "The app crashes", "questions": {"team": DEPARTMENT, **{k: v for k, v in QUESTIONS.items() if k != "department"}}})
+    answer = await _decide(
+        rules,
+        {
+            "state": "The app crashes",
+            "questions": {"team": DEPARTMENT, **{k: v for k, v in QUESTIONS.items() if k != "department"}},
+        },
+    )
     body = answer.json()["answers"]
     assert body["team"]["choice"] == "technical" and body["team"]["confidence"] == 1.0  # matched by instructions
     assert body["urgent"]["noul"] == 0.5  # no "today": the uniform default
@@ -114,7 +124,7 @@ async def test_a_rule_naming_a_missing_option_is_a_400_naming_the_rule(tmp_path:
     ("text", "problem"),
     [
         ('[[rules]]\nquestion = "q"\n', "exactly one of yes, probabilities or answer"),
-        ('[[rules]]\nyes = 0.5\n', "at least one of question"),
+        ("[[rules]]\nyes = 0.5\n", "at least one of question"),
         ('[[rules]]\nquestion = "q"\nprobabilities = {a = 0.8, b = 0.3}\n', "more than 1"),
         ('[[rules]]\nquestion = "q"\nstate = "(unclosed"\nyes = 0.2\n', "not a regular expression"),
         ('[[rules]]\nquestion = "q"\nyes = 1.5\n', "rule 1 yes"),

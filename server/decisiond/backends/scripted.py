@@ -154,7 +154,7 @@ def read_rules(path: Path) -> Rules:
         raise RulesError(f"no rules file at {path}") from None
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
+            import yaml  # type: ignore[import-untyped]  # a dependency of transformers, declared too
 
             data = yaml.safe_load(text) or {}
         else:
@@ -192,7 +192,9 @@ def _named(question: Question, named: dict[str, float], *, lenient: bool, who: s
             if lenient:
                 continue
             known = ", ".join(aliases[0] for aliases in names)
-            raise ApiUsageError(f"{who} names {name[:80]!r}, which this {question.kind} question does not have ({known[:300]})")
+            raise ApiUsageError(
+                f"{who} names {name[:80]!r}, which this {question.kind} question does not have ({known[:300]})"
+            )
         slots[index] = p
     return slots
 
@@ -227,7 +229,12 @@ def distribution(question: Question, given: Distribution, *, lenient: bool = Fal
     if question.kind == "noul" and isinstance(given.answer, bool):
         return [0.0, 1.0] if given.answer else [1.0, 0.0]
     if given.answer is not None:
-        return _spread([1.0 if p is not None else 0.0 for p in _named(question, {str(given.answer): 1.0}, lenient=lenient, who=who)])
+        return _spread(
+            [
+                1.0 if p is not None else 0.0
+                for p in _named(question, {str(given.answer): 1.0}, lenient=lenient, who=who)
+            ]
+        )
     if given.probabilities is not None:
         return _spread(_named(question, given.probabilities, lenient=lenient, who=who))
     return [1.0 / question.size] * question.size
@@ -279,7 +286,9 @@ class ScriptedBackend(Backend):
         default = self.rules.default
         if default.mode == "refuse":
             shown = repr(question_id[:80]) if question_id is not None else "a question"
-            raise NotFound(f"no rule of {self.source} matches question {shown} ({question.kind}) and the default is refuse")
+            raise NotFound(
+                f"no rule of {self.source} matches question {shown} ({question.kind}) and the default is refuse"
+            )
         if default.mode == "uniform":
             return [1.0 / question.size] * question.size
         return distribution(question, default, lenient=True)
