@@ -53,6 +53,9 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--max-levels", type=int, help="levels per score question (default 10)")
     serve.add_argument("--max-state-tokens", type=int, help="state tokens per request (default 32768)")
     serve.add_argument("--max-total-tokens", type=int, help="state + question tokens per request (default 65536)")
+    serve.add_argument("--max-images", type=int, help="images per request (default 16)")
+    serve.add_argument("--max-image-bytes", type=int, help="bytes of one image file (default 8 MiB)")
+    serve.add_argument("--max-image-pixels", type=int, help="pixels of one image, width x height (default 25,000,000)")
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="default info")
     serve.add_argument(
         "--replay", action="append", type=Path, help="answer recorded requests from this cassette (repeatable)"

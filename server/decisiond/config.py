@@ -52,6 +52,10 @@ class Settings(BaseSettings):
     max_queue: int = Field(default=256, ge=1, description="requests waiting before 503")
     request_timeout_s: float = Field(default=30.0, gt=0.0, description="longest wait in the queue before 503")
 
+    max_images: int = Field(default=16, ge=0, description="images per request, both wire shapes together")
+    max_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1, description="bytes of one decoded image file")
+    max_image_pixels: int = Field(default=25_000_000, ge=1, description="width x height of one image (bomb guard)")
+
     cache_entries: int = Field(default=50_000, ge=0, description="slot-embedding cache entries")
     cache_bytes: int = Field(default=128 * 1024 * 1024, ge=0, description="slot-embedding cache bytes")
 

@@ -198,8 +198,31 @@ def read_manifests(models_dir: Path) -> list[Manifest]:
     return manifests
 
 
+def checkpoint_manifest(folder: Path) -> Manifest | None:
+    """A manifest for a checkpoint folder that needs none, or None when the folder is no such checkpoint.
+
+    Pointer-head checkpoints (Kev ``head.pt``, OpenJev ``wev.json``/``webdecide.json``,
+    ``strands_decider_config.json``) say everything a manifest would: the model is named after the
+    folder and served by the ``pointer_head`` backend with its family's preset.
+    """
+    from .backends.pointer_head.families import detect_family  # no torch: the module is light
+
+    family = detect_family(folder)
+    if family is None:
+        return None
+    folder = folder.resolve()
+    return Manifest(
+        name=folder.name,
+        description=f"{family} pointer-head checkpoint at {folder}",
+        backend="pointer_head",
+        weights=Weights(path=str(folder)),
+        family=family,
+    )
+
+
 def find_manifest(spec: str, models_dir: Path) -> Manifest:
-    """A manifest by name, alias, or path to a ``.toml`` file.
+    """A manifest by name, alias, path to a ``.toml`` file, or path to a checkpoint folder that
+    needs no manifest (see :func:`checkpoint_manifest`).
 
     Raises:
         ManifestError: nothing matches; the message lists what is available.
@@ -207,6 +230,8 @@ def find_manifest(spec: str, models_dir: Path) -> Manifest:
     candidate = Path(spec)
     if spec.endswith(".toml") or candidate.is_file():
         return read_manifest(candidate)
+    if candidate.is_dir() and (synthesised := checkpoint_manifest(candidate)) is not None:
+        return synthesised
     manifests = read_manifests(models_dir) if models_dir.is_dir() else []
     for manifest in manifests:
         if spec in manifest.names():

@@ -20,13 +20,14 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 
 from .answers import to_answers
-from .backends import Backend, TokenLimits, Work, backend_class
+from .backends import Backend, Prepared, TokenLimits, Work, backend_class
 from .config import Settings
 from .devices import resolve_device, resolve_dtype
 from .engine import Engine
 from .readout import Readout
 from .errors import ApiUsageError, ClientGone
 from .manifest import Manifest
+from .media import MediaLimits, decode_all
 from .render import to_questions
 from .wire import DecisionRequest, check_limits
 
@@ -193,6 +194,25 @@ class Service:
                     f"{', '.join(sorted(served.backend.modalities))}; send it to a model that reads {kind}"
                 )
 
+    def media_limits(self) -> MediaLimits:
+        """The server's image limits."""
+        s = self.settings
+        return MediaLimits(s.max_images, s.max_image_bytes, s.max_image_pixels)
+
+    def _prepare(self, request: DecisionRequest, served: ServedModel) -> Prepared:
+        """The request-thread stage: decode images (only for a model that reads them), render,
+        and let the backend prepare. Runs in the thread pool, never on the event loop.
+
+        Raises:
+            ApiUsageError: an image is refused (see :mod:`decisiond.media`).
+            MaxTokensExceeded: over a token budget.
+        """
+        images: tuple[Any, ...] = ()
+        if "image" in served.backend.modalities:
+            images = decode_all(request.images, request.assets, self.media_limits())
+        work = Work(request.state, to_questions(request), images, question_ids=tuple(request.questions))
+        return served.backend.prepare(work)
+
     async def decide(
         self, request: DecisionRequest, *, is_disconnected: Callable[[], Awaitable[bool]] | None = None
     ) -> Decision:
@@ -218,8 +238,8 @@ class Service:
         )
         served = self.resolve(request.model)
         self.check_media(request, served)
-        work = Work(request.state, to_questions(request), question_ids=tuple(request.questions))
-        prepared = await run_in_threadpool(served.backend.prepare, work)
+        prepared = await run_in_threadpool(self._prepare, request, served)
+        work = prepared.work
         queued = time.perf_counter()
         readout = await wait_for_readout(served.engine.submit(prepared), is_disconnected)
         done = time.perf_counter()

@@ -13,6 +13,9 @@ from .base import Backend, BackendInfo, Prepared, TokenLimits, Work
 BACKENDS: dict[str, str] = {
     "fake": "decisiond.backends.fake:FakeBackend",
     "bi_encoder": "decisiond.backends.bi_encoder:BiEncoderBackend",
+    "cross_encoder": "decisiond.backends.cross_encoder:CrossEncoderBackend",
+    "clip": "decisiond.backends.clip:ClipBackend",
+    "pointer_head": "decisiond.backends.pointer_head.backend:PointerHeadBackend",
     "scripted": "decisiond.backends.scripted:ScriptedBackend",
 }
 

@@ -1,0 +1,212 @@
+#!/usr/bin/env python
+"""Run every backend on a CUDA device and on the CPU with the same tiny models and inputs.
+
+For each tiny model of ``decisiond.testing.tiny.TINY_MODELS`` (a backend adds its model there
+and is checked here with no change to this script), the same requests are prepared once and run
+through ``backend.forward`` and the readout on the CPU in float32 and on the device in the checked
+dtype (bfloat16 by default). The script prints a table of the largest probability difference
+and the speed-up of the device over the CPU (median of ``--repeats`` forward passes of the whole
+batch), then answers one request end to end through ``Service.decide`` on the device. It exits 1
+when a difference reaches ``--tolerance`` (1e-2) or a backend fails; on a machine without CUDA it
+says so and exits 0.
+
+    python scripts/gpu_check.py                       # on a CUDA machine
+    python scripts/gpu_check.py --device cpu --dtype bfloat16   # a dry run of the script on a CPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import io
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from decisiond.backends import Backend, Work
+from decisiond.config import Settings
+from decisiond.manifest import read_manifest
+from decisiond.media import MediaLimits, decode_all
+from decisiond.readout import read
+from decisiond.render import to_questions
+from decisiond.service import Service, load_model
+from decisiond.testing.tiny import TINY_MODELS, tiny_manifest
+from decisiond.wire import DecisionRequest
+
+LONG_STATE = " ".join(
+    f"Ticket {i}: the customer was charged twice for order {1000 + i} and wants a refund today." for i in range(40)
+)
+QUESTIONS: dict[str, Any] = {
+    "department": {
+        "type": "choice",
+        "instructions": "Which team should handle this ticket?",
+        "criteria": {"billing": "Payments, invoicing, refunds", "technical": None, "other": "None of the above"},
+    },
+    "is_urgent": {"type": "noul", "instructions": "Does the ticket communicate time pressure?"},
+    "frustration": {
+        "type": "score",
+        "instructions": "How frustrated is the customer?",
+        "criteria": ["Calm", "Concerned but civil", "Annoyed", "Very angry"],
+    },
+}
+STATES: list[Any] = [
+    "I was charged twice for one order and I need the duplicate refunded today.",
+    {"order": 1234, "message": "The app crashes when I open the settings page."},
+    LONG_STATE,
+    "Thanks, all good now.",
+]
+
+
+def png_data_url(seed: int, size: tuple[int, int] = (48, 40)) -> str:
+    """A seeded random-noise PNG as a base64 data URL."""
+    from PIL import Image
+
+    generator = torch.Generator().manual_seed(seed)
+    pixels = torch.randint(0, 256, (size[1], size[0], 3), generator=generator, dtype=torch.uint8).numpy()
+    buffer = io.BytesIO()
+    Image.fromarray(pixels, "RGB").save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def requests_for(reads_images: bool, copies: int) -> list[dict[str, Any]]:
+    """The checked requests: every state with all three questions, ``copies`` times over."""
+    bodies = []
+    for copy in range(copies):
+        for i, state in enumerate(STATES):
+            body: dict[str, Any] = {"state": state, "questions": QUESTIONS}
+            if reads_images:
+                body["images"] = [png_data_url(100 * copy + i), png_data_url(100 * copy + i + 50)]
+            bodies.append(body)
+    return bodies
+
+
+def works_for(bodies: Sequence[dict[str, Any]], reads_images: bool) -> list[Work]:
+    """Wire bodies → backend work, images decoded as the service does."""
+    works = []
+    for body in bodies:
+        request = DecisionRequest.model_validate(body)
+        images = decode_all(request.images, request.assets, MediaLimits()) if reads_images else ()
+        works.append(Work(request.state, to_questions(request), images))
+    return works
+
+
+@dataclass
+class Run:
+    """Probabilities of every question of the batch and the median forward time."""
+
+    probabilities: list[list[float]]
+    median_ms: float
+
+
+def run_backend(backend: Backend, works: Sequence[Work], repeats: int) -> Run:
+    """Prepare once, forward ``repeats`` times (after one warm-up), read out once."""
+    prepared = [backend.prepare(work) for work in works]
+    questions = [q for work in works for q in work.questions]
+    backend.forward(prepared)  # warm-up: kernels, caches
+    times = []
+    logits = torch.empty(0)
+    for _ in range(repeats):
+        if backend.device.type == "cuda":
+            torch.cuda.synchronize()
+        started = time.perf_counter()
+        logits = backend.forward(prepared)  # ends with .cpu(): synchronised
+        times.append((time.perf_counter() - started) * 1000.0)
+    readout = read(logits, [q.size for q in questions], [backend.temperature(q.kind) for q in questions])
+    return Run(readout.probabilities, statistics.median(times))
+
+
+def largest_difference(a: list[list[float]], b: list[list[float]]) -> float:
+    """max |a - b| over every probability."""
+    return max(abs(x - y) for qa, qb in zip(a, b, strict=True) for x, y in zip(qa, qb, strict=True))
+
+
+def check_model(kind: str, folder: Path, args: argparse.Namespace) -> tuple[list[str], bool]:
+    """One row of the table for the tiny model ``kind``; whether it passed."""
+    manifest = read_manifest(tiny_manifest(kind, folder))
+    reads_images = "image" in manifest.modalities
+    works = works_for(requests_for(reads_images, args.copies), reads_images)
+    cpu = Settings(device="cpu", dtype="float32", cache_entries=0)
+    dev = Settings(device=args.device, dtype=args.dtype, cache_entries=0)
+    on_cpu = load_model(manifest, cpu)
+    on_dev = load_model(manifest, dev)
+    try:
+        reference = run_backend(on_cpu.backend, works, args.repeats)
+        checked = run_backend(on_dev.backend, works, args.repeats)
+        body = requests_for(reads_images, 1)[0]
+        service = Service([on_dev], dev)
+        answer = asyncio.run(service.decide(DecisionRequest.model_validate(body))).body["answers"]
+        if list(answer) != list(QUESTIONS):
+            raise RuntimeError(f"the service answered {list(answer)}")
+    finally:
+        on_cpu.engine.close()
+        on_dev.engine.close()
+    diff = largest_difference(reference.probabilities, checked.probabilities)
+    ok = diff < args.tolerance
+    slots = sum(work.num_slots for work in works)
+    row = [
+        kind,
+        manifest.backend,
+        str(slots),
+        f"{diff:.2e}",
+        f"{reference.median_ms:.2f}",
+        f"{checked.median_ms:.2f}",
+        f"{reference.median_ms / checked.median_ms:.1f}x",
+        "ok" if ok else "FAIL",
+    ]
+    return row, ok
+
+
+def print_table(rows: list[list[str]]) -> None:
+    """Left-aligned columns."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())  # noqa: T201
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the check; the exit status says whether every backend passed."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cuda", help="the device checked against the CPU (default cuda)")
+    parser.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16", "float16"])
+    parser.add_argument("--tolerance", type=float, default=1e-2, help="largest allowed probability difference")
+    parser.add_argument("--repeats", type=int, default=20, help="timed forward passes per device")
+    parser.add_argument("--copies", type=int, default=8, help="copies of the request set in the batch")
+    parser.add_argument("--models", nargs="*", default=list(TINY_MODELS), help=f"of {', '.join(TINY_MODELS)}")
+    args = parser.parse_args(argv)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print("no CUDA device on this machine: nothing to check (run this script on a GPU machine)")  # noqa: T201
+        return 0
+    if args.device.startswith("cuda"):
+        print(f"device: {torch.cuda.get_device_name(0)}, dtype {args.dtype}, torch {torch.__version__}")  # noqa: T201
+    rows = [["model", "backend", "slots", "max |dp|", "cpu fp32 ms", f"{args.device} {args.dtype} ms", "speed-up", ""]]
+    failed = []
+    with tempfile.TemporaryDirectory(prefix="decisiond-gpu-check-") as tmp:
+        for kind in args.models:
+            try:
+                row, ok = check_model(kind, Path(tmp), args)
+            except Exception as exc:  # report every backend, then fail
+                row, ok = (
+                    [kind, TINY_MODELS[kind].backend, "-", "-", "-", "-", "-", f"ERROR {type(exc).__name__}: {exc}"],
+                    False,
+                )
+            rows.append(row)
+            if not ok:
+                failed.append(kind)
+    print_table(rows)
+    if failed:
+        print(f"FAILED: {', '.join(failed)} (tolerance {args.tolerance:g})")  # noqa: T201
+        return 1
+    print(f"all {len(args.models)} backends agree within {args.tolerance:g}")  # noqa: T201
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

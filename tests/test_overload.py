@@ -1,0 +1,86 @@
+"""Back-pressure over HTTP: a full queue answers 503 with Retry-After at once; nothing is lost or doubled."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+
+import httpx
+import torch
+
+from decisiond.app import create_app
+from decisiond.backends.base import Prepared
+from decisiond.backends.fake import FakeBackend
+from decisiond.config import Settings
+from decisiond.service import ServedModel, Service, start_engine
+
+from .conftest import fake_manifest
+
+NOUL = {"type": "noul", "instructions": "Urgent?"}
+
+
+class SlowFake(FakeBackend):
+    """Holds every batch until released, so requests pile up behind the first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def forward(self, batch: Sequence[Prepared]) -> torch.Tensor:
+        self.release.wait(10)
+        return super().forward(batch)
+
+
+def _app(settings: Settings, backend: FakeBackend) -> httpx.AsyncClient:
+    service = Service([ServedModel(fake_manifest(), backend, start_engine(backend, settings))], settings)
+    transport = httpx.ASGITransport(app=create_app(settings, service=service))
+    return httpx.AsyncClient(transport=transport, base_url="http://t", timeout=30)
+
+
+async def test_full_queue_gets_503_with_retry_after_and_every_request_one_answer() -> None:
+    backend = SlowFake()
+    settings = Settings(max_wait_ms=0, max_queue=4)
+    async with _app(settings, backend) as client:
+
+        async def send(i: int) -> httpx.Response:
+            return await client.post(
+                "/v1/systemone", json={"state": f"true {i}", "questions": {"q": NOUL}}, headers={"x-request-id": f"r{i}"}
+            )
+
+        tasks = [asyncio.create_task(send(i)) for i in range(40)]
+        for _ in range(200):  # until the 35 that find the queue full have been refused
+            await asyncio.sleep(0.05)
+            if sum(t.done() for t in tasks) >= 35:
+                break
+        await asyncio.sleep(0.1)
+        assert sum(t.done() for t in tasks) == 35  # refused at once, without waiting for the model
+        backend.release.set()
+        responses = await asyncio.gather(*tasks)
+    assert [r.headers["x-request-id"] for r in responses] == [f"r{i}" for i in range(40)]
+    statuses = [r.status_code for r in responses]
+    assert set(statuses) <= {200, 503}
+    assert statuses.count(200) == 5  # one running + four queued
+    for r in responses:
+        if r.status_code == 503:
+            assert r.headers["retry-after"]
+            assert r.json()["detail"]["error_type"] == "overloaded_error"
+        else:
+            assert r.json()["answers"]["q"]["type"] == "noul"
+    assert sum(backend.calls) == 5  # each admitted request computed exactly once
+
+
+async def test_a_request_that_waits_too_long_gets_503_and_is_not_computed() -> None:
+    backend = SlowFake()
+    settings = Settings(max_wait_ms=0, request_timeout_s=0.1)
+    async with _app(settings, backend) as client:
+        first = asyncio.create_task(client.post("/v1/systemone", json={"state": "a", "questions": {"q": NOUL}}))
+        await asyncio.sleep(0.05)
+        late = asyncio.create_task(client.post("/v1/systemone", json={"state": "b", "questions": {"q": NOUL}}))
+        await asyncio.sleep(0.3)
+        backend.release.set()
+        assert (await first).status_code == 200
+        refused = await late
+    assert refused.status_code == 503 and refused.headers["retry-after"]
+    assert "waited" in refused.json()["detail"]["message"]
+    assert backend.calls == [1]
