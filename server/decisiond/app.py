@@ -281,7 +281,8 @@ def create_app(
     Args:
         settings (Settings, optional): limits, keys and what to serve. Defaults to ``Settings()``.
         service (Service, optional): serve these already-loaded models. Defaults to loading
-            ``manifests`` (or ``settings.model`` from ``settings.models_dir``) at start.
+            ``manifests`` (or ``settings.model`` from ``settings.models_dir``) at start; nothing is
+            loaded when ``settings.replay`` is given in strict mode.
         manifests (list[Manifest], optional): what to load when no service is given.
 
     Returns:
@@ -290,15 +291,16 @@ def create_app(
 
     Raises:
         ValueError: the API keys file cannot be read.
+        CassetteError: a ``settings.replay`` cassette is missing or has a corrupt line.
     """
     settings = settings or Settings()
     keys = settings.keys()
-    runtime = Runtime(settings, service=service, status="ok" if service else "loading")
+    runtime = Runtime(settings, service=service, status="ok" if service or not settings.needs_model else "loading")
     metrics = Metrics(runtime.models)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if runtime.service is None:
+        if runtime.service is None and settings.needs_model:
             runtime.manifests = manifests or [find_manifest(name, settings.models_dir) for name in settings.model]
             threading.Thread(target=runtime.load, name="decisiond-loader", daemon=True).start()
         yield
@@ -319,6 +321,11 @@ def create_app(
     app.add_exception_handler(DecisionError, _decision_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error(settings))
+    if settings.replay:  # innermost: replayed answers still get request ids and body limits
+        from .cassette import Library
+        from .replay import ReplayMiddleware
+
+        app.add_middleware(ReplayMiddleware, library=Library.load(settings.replay), mode=settings.replay_mode)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestIdMiddleware, runtime=runtime, metrics=metrics)
     protected = [Depends(bearer_auth(keys))] if keys else []

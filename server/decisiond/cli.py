@@ -18,9 +18,10 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from .ask import add_ask_parser, run_ask
 from . import logs
-from .config import Settings, hf_offline_env
+from .ask import add_ask_parser, run_ask
+from .cassette import CassetteError
+from .config import Settings, hf_offline_env, read_env
 from .manifest import Manifest, ManifestError, find_manifest, read_manifests
 
 if TYPE_CHECKING:
@@ -81,10 +82,67 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument(
         "--log-format", choices=["json", "text"], help="json: one object per line, one access line per request"
     )
+    serve.add_argument(
+        "--replay", action="append", type=Path, help="answer recorded requests from this cassette (repeatable)"
+    )
+    serve.add_argument(
+        "--replay-mode",
+        choices=["strict", "fallback"],
+        help="an unrecorded request: strict answers 404, no model loaded; fallback asks the model (default strict)",
+    )
+    serve.add_argument(
+        "--scripted", type=Path, help="serve scripted answers from this rules file (TOML or YAML) instead of a model"
+    )
+
+
+def _add_record(sub: Any) -> None:
+    record = sub.add_parser(
+        "record",
+        help="record a real service's answers into a cassette, for replay in tests",
+        description="Run a local proxy on /v1/systemone and /v1/models that forwards each request to the upstream "
+        "service, returns its answer unchanged and appends the exchange to a cassette (JSON lines). Point your "
+        "application at the proxy, run it, then serve the cassette with `decisiond serve --replay PATH`. "
+        "The API key is sent upstream only, never written to the cassette.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    record.add_argument("--upstream", required=True, help="base URL of the real service, e.g. https://api.example.com")
+    record.add_argument("--cassette", required=True, type=Path, help="cassette to append to (created when missing)")
+    record.add_argument(
+        "--api-key-env",
+        help="environment variable holding the upstream API key (default: pass on the caller's Authorization header)",
+    )
+    record.add_argument("--host", default="127.0.0.1", help="address to bind")
+    record.add_argument("--port", type=int, default=8000, help="port to bind")
+    record.add_argument("--timeout-s", type=float, default=60.0, help="upstream timeout in seconds")
+    record.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info")
+
+
+def record(args: argparse.Namespace) -> int:
+    """Run the recording proxy until interrupted. Returns the process exit code."""
+    import uvicorn
+
+    from .record import create_record_app
+
+    api_key = None
+    if args.api_key_env:
+        api_key = read_env(args.api_key_env)
+        if api_key is None:
+            log.error("the environment variable %s is not set; export the upstream API key there", args.api_key_env)
+            return 2
+    app = create_record_app(args.upstream, args.cassette, api_key=api_key, timeout_s=args.timeout_s)
+    log.info("recording %s into %s on http://%s:%d", args.upstream, args.cassette, args.host, args.port)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    return 0
 
 
 def _resolve_manifests(settings: Settings) -> list[Manifest]:
     """Read every requested manifest and check its weights are here, before binding a port."""
+    if not settings.needs_model:
+        return []
+    if settings.scripted is not None:
+        from .backends.scripted import scripted_manifest
+
+        return [scripted_manifest(settings.scripted)]
     manifests = [find_manifest(name, settings.models_dir) for name in settings.model]
     for manifest in manifests:
         path = manifest.weights_path()
@@ -149,7 +207,8 @@ def serve(settings: Settings) -> int:
     try:
         manifests = _resolve_manifests(settings)
         keys = settings.keys()
-    except (ManifestError, ValueError) as exc:
+        app = create_app(settings, manifests=manifests)
+    except (ManifestError, CassetteError, ValueError) as exc:  # ValueError: keys file, rules file (RulesError)
         log.error("%s", exc)
         return 2
     if not keys and not is_loopback(settings.host):
@@ -157,7 +216,6 @@ def serve(settings: Settings) -> int:
             "binding %s without API keys: anyone who can reach this address can use the model; "
             "set --api-keys-file or DECISIOND_API_KEYS", settings.host
         )
-    app = create_app(settings, manifests=manifests)
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -209,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_serve(sub)
+    _add_record(sub)
     models = sub.add_parser("models", help="list the models the manifests offer")
     models.add_argument("--models-dir", type=Path, default=None, help="folder of model manifests (default models)")
     add_ask_parser(sub)
@@ -224,6 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return list_models(args.models_dir or Settings().models_dir)
     if args.command == "ask":
         return run_ask(args)
+    if args.command == "record":
+        return record(args)
     args.model = args.model or None
     try:
         settings = _settings(args)

@@ -76,6 +76,17 @@ class Settings(BaseSettings):
     api_keys_file: Path | None = Field(default=None, description="file of API keys, one per line")
     shutdown_timeout_s: float = Field(default=30.0, ge=0.0, description="time to finish in-flight work on SIGTERM")
 
+    replay: list[Path] = Field(default_factory=list, description="cassettes (JSON lines) whose answers are replayed")
+    replay_mode: Literal["strict", "fallback"] = Field(
+        default="strict", description="an unrecorded request: strict → 404, fallback → the local model answers"
+    )
+    scripted: Path | None = Field(default=None, description="rules file (TOML or YAML) served by the scripted backend")
+
+    @property
+    def needs_model(self) -> bool:
+        """False when every answer comes from cassettes (strict replay): no model is loaded."""
+        return not (self.replay and self.replay_mode == "strict")
+
     @field_validator("model", mode="before")
     @classmethod
     def _split_models(cls, value: object) -> object:
@@ -112,6 +123,16 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings from the environment (cached)."""
     return Settings()
+
+
+def read_env(name: str) -> str | None:
+    """The value of the environment variable ``name``, or None when it is unset or blank.
+
+    Used for secrets named on the command line (``decisiond record --api-key-env VAR``), which are
+    read here so that the rest of the package never touches ``os.environ``.
+    """
+    value = os.environ.get(name, "").strip()
+    return value or None
 
 
 def hf_offline_env() -> None:

@@ -216,7 +216,7 @@ class Service:
         images: tuple[Any, ...] = ()
         if "image" in served.backend.modalities:
             images = decode_all(request.images, request.assets, self.media_limits())
-        work = Work(request.state, to_questions(request), images)
+        work = Work(request.state, to_questions(request), images, question_ids=tuple(request.questions))
         return served.backend.prepare(work)
 
     async def decide(

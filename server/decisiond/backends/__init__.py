@@ -17,6 +17,7 @@ BACKENDS: dict[str, str] = {
     "clip": "decisiond.backends.clip:ClipBackend",
     "pointer_head": "decisiond.backends.pointer_head.backend:PointerHeadBackend",
     "causal_lm": "decisiond.backends.causal_lm:CausalLMBackend",
+    "scripted": "decisiond.backends.scripted:ScriptedBackend",
 }
 
 

@@ -27,11 +27,16 @@ class Work:
         state (Any): the state as sent (str, dict or list).
         questions (tuple[Question, ...]): the questions in request order.
         images (tuple[Any, ...]): decoded RGB ``PIL.Image`` objects, for models that read images.
+        question_ids (tuple[str, ...]): the caller's ids, in question order (empty when unknown).
+            Model backends must never read them (an id is the caller's handle: renaming it never
+            changes an answer, spec/wire.md §2); only the ``scripted`` backend does, because a
+            script addresses questions by the ids the application's code uses.
     """
 
     state: Any
     questions: tuple[Question, ...]
     images: tuple[Any, ...] = ()
+    question_ids: tuple[str, ...] = ()
 
     @property
     def num_slots(self) -> int:
