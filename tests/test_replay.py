@@ -123,11 +123,11 @@ async def test_fallback_answers_a_miss_with_the_local_model(tmp_path: Path) -> N
 
 
 def test_a_corrupt_cassette_is_refused_at_start_with_its_line_number(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cassette = _cassette(tmp_path / "c.jsonl")
     cassette.write_text(cassette.read_text() + '{"key": "sq1-x", "response": 5}\n', encoding="utf-8")
     with pytest.raises(CassetteError, match=r"c\.jsonl:4"):
         create_app(Settings(replay=[cassette]))
     assert main(["serve", "--replay", str(cassette), "--port", "0"]) == 2
-    assert "c.jsonl:4" in caplog.text
+    assert "c.jsonl:4" in capsys.readouterr().err

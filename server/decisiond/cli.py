@@ -207,15 +207,15 @@ def serve(settings: Settings) -> int:
     try:
         manifests = _resolve_manifests(settings)
         keys = settings.keys()
+        if not keys and not is_loopback(settings.host):
+            log.warning(
+                "binding %s without API keys: anyone who can reach this address can use the model; "
+                "set --api-keys-file or DECISIOND_API_KEYS", settings.host
+            )
         app = create_app(settings, manifests=manifests)
     except (ManifestError, CassetteError, ValueError) as exc:  # ValueError: keys file, rules file (RulesError)
         log.error("%s", exc)
         return 2
-    if not keys and not is_loopback(settings.host):
-        log.warning(
-            "binding %s without API keys: anyone who can reach this address can use the model; "
-            "set --api-keys-file or DECISIOND_API_KEYS", settings.host
-        )
     config = uvicorn.Config(
         app,
         host=settings.host,
