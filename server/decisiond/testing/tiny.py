@@ -131,12 +131,47 @@ class TinyModel:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-#: Every tiny model, by name. causal_lm and pointer_head add theirs here.
+def _kev(folder: Path) -> Path:
+    from .tiny_pointer_head import build_kev_checkpoint
+
+    return build_kev_checkpoint(folder)
+
+
+def _kev_hybrid(folder: Path) -> Path:
+    from .tiny_pointer_head import build_kev_checkpoint
+
+    return build_kev_checkpoint(folder, hybrid=True)
+
+
+def _wev(folder: Path) -> Path:
+    from .tiny_pointer_head import build_wev_checkpoint
+
+    return build_wev_checkpoint(folder)
+
+
+def _strands(folder: Path) -> Path:
+    from .tiny_pointer_head import build_strands_checkpoint
+
+    return build_strands_checkpoint(folder)
+
+
+def _llama(folder: Path) -> Path:
+    from .tiny_causal_lm import build_tiny_causal_lm
+
+    return build_tiny_causal_lm(folder)
+
+
+#: Every tiny model, by name: one per backend (and per pointer-head family and trunk kind).
 TINY_MODELS: dict[str, TinyModel] = {
     "bi_encoder": TinyModel("bi_encoder", build_bert_encoder, {"window": 64, "overlap": 8, "temperature": 0.05}),
     "cross_encoder": TinyModel("cross_encoder", build_bert_nli, {"window": 64, "overlap": 8}),
     "cross_encoder_reranker": TinyModel("cross_encoder", build_bert_reranker, {"window": 64, "overlap": 8}),
     "clip": TinyModel("clip", build_clip, {"window": 64, "overlap": 8, "modalities": ["text", "image"]}),
+    "causal_lm": TinyModel("causal_lm", _llama),
+    "pointer_head_kev": TinyModel("pointer_head", _kev, {"family": "kev"}),
+    "pointer_head_kev_qwen3_5": TinyModel("pointer_head", _kev_hybrid, {"family": "kev"}),
+    "pointer_head_wev": TinyModel("pointer_head", _wev, {"family": "wev"}),
+    "pointer_head_strands": TinyModel("pointer_head", _strands, {"family": "strands"}),
 }
 
 
