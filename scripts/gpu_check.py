@@ -33,6 +33,7 @@ import torch
 
 from decisiond.backends import Backend, Work
 from decisiond.config import Settings
+from decisiond.errors import MaxTokensExceeded
 from decisiond.manifest import read_manifest
 from decisiond.media import MediaLimits, decode_all
 from decisiond.readout import read
@@ -98,6 +99,18 @@ def works_for(bodies: Sequence[dict[str, Any]], reads_images: bool) -> list[Work
     return works
 
 
+def admitted(backend: Backend, works: Sequence[Work]) -> list[Work]:
+    """The works ``backend`` accepts (a model with a short window refuses the long state with 400)."""
+    kept = []
+    for work in works:
+        try:
+            backend.prepare(work)
+        except MaxTokensExceeded:
+            continue
+        kept.append(work)
+    return kept
+
+
 @dataclass
 class Run:
     """Probabilities of every question of the batch and the median forward time."""
@@ -137,6 +150,7 @@ def check_model(kind: str, folder: Path, args: argparse.Namespace) -> tuple[list
     dev = Settings(device=args.device, dtype=args.dtype, cache_entries=0)
     on_cpu = load_model(manifest, cpu)
     on_dev = load_model(manifest, dev)
+    works = admitted(on_cpu.backend, works)
     try:
         reference = run_backend(on_cpu.backend, works, args.repeats)
         checked = run_backend(on_dev.backend, works, args.repeats)
