@@ -28,6 +28,7 @@ import torch
 
 from .backends.base import Backend, Prepared
 from .errors import InternalError, Overloaded
+from .memory import TRIM_INTERVAL_S, release_free_memory
 from .readout import Readout, read
 
 log = logging.getLogger("decisiond.engine")
@@ -127,6 +128,7 @@ class Engine:
         self.max_queue = max_queue
         self.request_timeout_s = request_timeout_s
         self.stats = EngineStats()
+        self._last_trim = time.monotonic()
         self._pending: deque[_Job] = deque()
         self._cond = threading.Condition()
         self._closing = False
@@ -203,6 +205,7 @@ class Engine:
                     return
                 if batch:
                     self._run_batch(batch)
+                    self._maybe_trim()
         except BaseException as exc:  # the thread must never die silently, nor leave callers waiting
             self.error = exc
             log.critical("the model thread died: %s", type(exc).__name__, exc_info=True)
@@ -213,6 +216,13 @@ class Engine:
                 if not job.future.done():
                     job.future.set_exception(InternalError("the model thread has stopped; see the server log"))
             raise
+
+    def _maybe_trim(self) -> None:
+        """Give freed memory back at most once per ``TRIM_INTERVAL_S`` (see :mod:`decisiond.memory`)."""
+        now = time.monotonic()
+        if now - self._last_trim >= TRIM_INTERVAL_S:
+            self._last_trim = now
+            release_free_memory()
 
     def _next_batch(self) -> list[_Job] | None:
         """Block for work; gather within the window and the budget. None once closed and drained."""
