@@ -126,3 +126,11 @@ def test_close_refuses_new_work() -> None:
     engine.close()
     with pytest.raises(Overloaded):
         engine.submit(backend.prepare(work("a")))
+
+
+def test_a_lone_request_never_waits_for_the_gathering_window() -> None:
+    backend = FakeBackend()
+    engine = Engine(backend, max_wait_ms=5000).start()  # a window far longer than the test's patience
+    for _ in range(3):
+        assert engine.submit(backend.prepare(work("billing"))).result(2).winner == [0]
+    engine.close()

@@ -407,6 +407,8 @@ def _add_health(app: FastAPI, *, show_detail: bool) -> None:
                         "backend": served.backend.family,
                         "queue_depth": served.engine.queue_depth(),
                         "mean_batch_size": round(served.engine.stats.mean_batch_size(), 2),
+                        "batches": served.engine.stats.batches,
+                        "requests": served.engine.stats.requests,
                         "caches": served.backend.cache_stats(),
                     }
                     for served in runtime.service.models

@@ -54,7 +54,7 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], help="auto: bf16 on CUDA, fp32 on CPU")
     serve.add_argument("--models-dir", type=Path, help="folder of model manifests (default models)")
     serve.add_argument("--max-batch-tokens", type=int, help="token budget of one micro-batch (default 16384)")
-    serve.add_argument("--max-wait-ms", type=float, help="micro-batch gathering window in ms (default 2)")
+    serve.add_argument("--max-wait-ms", type=float, help="micro-batch gathering window under load, in ms (default 8; a lone request never waits)")
     serve.add_argument("--max-queue", type=int, help="requests waiting before 503 (default 256)")
     serve.add_argument("--request-timeout-s", type=float, help="longest queue wait before 503 (default 30)")
     serve.add_argument("--max-body-bytes", type=int, help="largest request body, 413 above (default 16 MiB)")

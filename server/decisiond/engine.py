@@ -225,13 +225,18 @@ class Engine:
             release_free_memory()
 
     def _next_batch(self) -> list[_Job] | None:
-        """Block for work; gather within the window and the budget. None once closed and drained."""
+        """Block for work; gather within the window and the budget. None once closed and drained.
+
+        The window is waited only under load (the last batch held several requests): a lone client
+        is never delayed, while concurrent clients' requests merge into fuller micro-batches.
+        """
         with self._cond:
             while not self._pending:
                 if self._closing:
                     return None
                 self._cond.wait()
-            if self.max_wait_s > 0 and not self._closing:
+            under_load = bool(self.stats.batch_sizes) and self.stats.batch_sizes[-1] > 1
+            if self.max_wait_s > 0 and under_load and not self._closing:
                 gather_until = time.monotonic() + self.max_wait_s
                 while self._queued_cost() < self.max_batch_tokens and (left := gather_until - time.monotonic()) > 0:
                     self._cond.wait(left)
