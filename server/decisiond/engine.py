@@ -227,18 +227,23 @@ class Engine:
     def _next_batch(self) -> list[_Job] | None:
         """Block for work; gather within the window and the budget. None once closed and drained.
 
-        The window is waited only under load (the last batch held several requests): a lone client
-        is never delayed, while concurrent clients' requests merge into fuller micro-batches.
+        The window is waited only under load, and only until as many requests wait as the last batch
+        held (the clients that are cycling): a lone client is never delayed, while concurrent
+        clients' requests merge into fuller micro-batches instead of alternating half-batches.
         """
         with self._cond:
             while not self._pending:
                 if self._closing:
                     return None
                 self._cond.wait()
-            under_load = bool(self.stats.batch_sizes) and self.stats.batch_sizes[-1] > 1
-            if self.max_wait_s > 0 and under_load and not self._closing:
+            last = self.stats.batch_sizes[-1] if self.stats.batch_sizes else 1
+            if self.max_wait_s > 0 and last > 1 and not self._closing:
                 gather_until = time.monotonic() + self.max_wait_s
-                while self._queued_cost() < self.max_batch_tokens and (left := gather_until - time.monotonic()) > 0:
+                while (
+                    len(self._pending) < last
+                    and self._queued_cost() < self.max_batch_tokens
+                    and (left := gather_until - time.monotonic()) > 0
+                ):
                     self._cond.wait(left)
             return self._take()
 
