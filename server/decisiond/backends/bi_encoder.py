@@ -23,6 +23,7 @@ from ..config import Settings
 from ..manifest import Manifest
 from ..render import SlotTemplates, to_text
 from .base import Backend, Prepared, TokenLimits, Work
+from .padding import pad, run_sorted
 from .windows import pool_windows, split_windows
 
 
@@ -150,31 +151,12 @@ class BiEncoderBackend(Backend):
         Returns:
             torch.Tensor: ``[M, d]`` float32 unit vectors, in input order, on the model's device.
         """
-        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
-        chunks: list[torch.Tensor] = []
-        start = 0
-        while start < len(order):
-            longest = len(sequences[order[start]])
-            stop = start + 1
-            while stop < len(order):
-                longest = max(longest, len(sequences[order[stop]]))
-                if longest * (stop - start + 1) > self.encode_tokens:
-                    break
-                stop += 1
-            chunks.append(self._encode_padded([sequences[i] for i in order[start:stop]]))
-            start = stop
-        embedded = torch.cat(chunks)  # [M, d] in sorted order
-        restore = torch.empty(len(order), dtype=torch.int64, device=embedded.device)
-        restore[torch.tensor(order, device=embedded.device)] = torch.arange(len(order), device=embedded.device)
-        return embedded[restore]
+        return run_sorted(
+            sequences, lambda chunk: self._encode_padded([sequences[i] for i in chunk]), max_tokens=self.encode_tokens
+        )
 
     def _encode_padded(self, sequences: list[list[int]]) -> torch.Tensor:
-        longest = max(len(s) for s in sequences)
-        ids = torch.full((len(sequences), longest), self._pad, dtype=torch.int64)
-        mask = torch.zeros((len(sequences), longest), dtype=torch.int64)
-        for row, seq in enumerate(sequences):
-            ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.int64)
-            mask[row, : len(seq)] = 1
+        ids, mask = pad(sequences, self._pad)
         ids, mask = ids.to(self.device), mask.to(self.device)
         hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state.float()  # [B, T, d]
         weights = mask.unsqueeze(-1).float()  # [B, T, 1]
