@@ -21,6 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a script, not the package: it ma
 
 from decisiond.config import Settings  # noqa: E402
 from decisiond.manifest import find_manifest  # noqa: E402
+from decisiond.memory import release_free_memory  # noqa: E402
 from decisiond.service import Service, load_model  # noqa: E402
 from decisiond.wire import DecisionRequest  # noqa: E402
 
@@ -35,7 +36,9 @@ QUESTIONS = {
 
 
 def rss_mib() -> float:
-    """This process's resident set size in MiB (Linux /proc)."""
+    """This process's resident set size in MiB (Linux /proc), after giving freed heap memory back
+    as the engine does once a second, so that a reading is what is held, not what is free."""
+    release_free_memory()
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024.0

@@ -22,7 +22,7 @@ from . import logs
 from .ask import add_ask_parser, run_ask
 from .cassette import CassetteError
 from .config import Settings, hf_offline_env, read_env
-from .manifest import Manifest, ManifestError, find_manifest, read_manifests
+from .manifest import Manifest, ManifestError, embedded_default, find_manifest, read_manifests
 
 if TYPE_CHECKING:
     import uvicorn
@@ -45,7 +45,6 @@ def _add_serve(sub: Any) -> None:
         description="Serve the System One wire on one or more local models. The first --model is the default "
         "and answers `jev-latest`. Weights are never downloaded: they come from a folder, an installed package "
         "or the local Hugging Face cache, as each manifest says.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     serve.add_argument("--model", action="append", help="model name, alias or manifest path (repeatable)")
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
@@ -103,7 +102,6 @@ def _add_record(sub: Any) -> None:
         "service, returns its answer unchanged and appends the exchange to a cassette (JSON lines). Point your "
         "application at the proxy, run it, then serve the cassette with `decisiond serve --replay PATH`. "
         "The API key is sent upstream only, never written to the cassette.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     record.add_argument("--upstream", required=True, help="base URL of the real service, e.g. https://api.example.com")
     record.add_argument("--cassette", required=True, type=Path, help="cassette to append to (created when missing)")
@@ -239,9 +237,10 @@ def serve(settings: Settings) -> int:
 
 
 def list_models(models_dir: Path) -> int:
-    """Print the manifests of ``models_dir``: name, aliases, backend, weights, whether present."""
+    """Print the manifests of ``models_dir`` (the embedded default when there is no such folder):
+    name, aliases, backend, weights, whether present."""
     try:
-        manifests = read_manifests(models_dir)
+        manifests = read_manifests(models_dir) if models_dir.is_dir() else [embedded_default()]
     except ManifestError as exc:
         log.error("%s", exc)
         return 2

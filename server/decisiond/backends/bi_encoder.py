@@ -78,6 +78,7 @@ class BiEncoderBackend(Backend):
             raise ValueError(f"window {window} is longer than the model's {max_positions} positions")
         self.model = model.to(self.device, self.dtype).eval()
         self.tokenizer = tokenizer
+        tokenizer.model_max_length = 1 << 30  # long texts are windowed here: silence "longer than the model" warnings
         self.window = window
         self.overlap = overlap
         self.templates = templates or SlotTemplates()
