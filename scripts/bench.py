@@ -48,23 +48,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parent.parent
 
-TRIAGE_QUESTIONS: dict[str, Any] = {
-    "department": {
-        "type": "choice",
-        "instructions": "Which team should handle this ticket?",
-        "criteria": {"billing": "Payments, invoicing, refunds", "technical": None, "other": "None of the above"},
-    },
-    "is_urgent": {
-        "type": "noul",
-        "instructions": "Does the ticket communicate time pressure?",
-        "criteria": {"true": "Names a deadline, or says now or today"},
-    },
-    "frustration": {
-        "type": "score",
-        "instructions": "How frustrated is the customer?",
-        "criteria": ["Calm", "Concerned but civil", "Very angry"],
-    },
-}
+from decisiond.testing.requests import TRIAGE_QUESTIONS  # noqa: E402
+
 ROUTING_QUESTIONS: dict[str, Any] = {
     "route": {
         "type": "choice",

@@ -23,16 +23,10 @@ from decisiond.config import Settings  # noqa: E402
 from decisiond.manifest import find_manifest  # noqa: E402
 from decisiond.memory import release_free_memory  # noqa: E402
 from decisiond.service import Service, load_model  # noqa: E402
+from decisiond.testing.requests import TRIAGE_QUESTIONS as QUESTIONS  # noqa: E402
 from decisiond.wire import DecisionRequest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-QUESTIONS = {
-    "department": {"type": "choice", "instructions": "Which team should handle this ticket?",
-                   "criteria": {"billing": "Payments, invoicing, refunds", "technical": None, "other": "None of the above"}},
-    "is_urgent": {"type": "noul", "instructions": "Does the ticket communicate time pressure?"},
-    "frustration": {"type": "score", "instructions": "How frustrated is the customer?",
-                    "criteria": ["Calm", "Concerned but civil", "Very angry"]},
-}
 
 
 def rss_mib() -> float:

@@ -30,27 +30,8 @@ from decisiond.manifest import Manifest, read_manifest
 from decisiond.render import Option, Question
 from decisiond.service import load_model
 from decisiond.testing.tiny_causal_lm import build_tiny_causal_lm, write_tiny_causal_lm_manifest
+from decisiond.testing.requests import TRIAGE
 
-TRIAGE: dict[str, Any] = {
-    "state": "I was charged twice for one order and I need the duplicate refunded today.",
-    "questions": {
-        "department": {
-            "type": "choice",
-            "instructions": "Which team should handle this ticket?",
-            "criteria": {"billing": "Payments, invoicing, refunds", "technical": None, "other": "None of the above"},
-        },
-        "is_urgent": {
-            "type": "noul",
-            "instructions": "Does the ticket communicate time pressure?",
-            "criteria": {"true": "Names a deadline, or says now or today"},
-        },
-        "frustration": {
-            "type": "score",
-            "instructions": "How frustrated is the customer?",
-            "criteria": ["Calm", "Concerned but civil", "Very angry"],
-        },
-    },
-}
 NOUL = Question("noul", "Is a refund asked for?", (Option("false", None), Option("true", "Money back")))
 CHOICE = Question("choice", "Which team?", (Option("billing", "Payments"), Option("technical", None), Option("x", None)))
 SCORE = Question("score", "How angry?", (Option("0", "Calm"), Option("1", "Civil"), Option("2", {"a": "Very"})))

