@@ -96,10 +96,17 @@ def routing_body(n: int) -> dict[str, Any]:
 
 def long_body(n: int) -> dict[str, Any]:
     # ~1,000 tokens: 25 filler paragraphs of ~40 tokens, then the ticket
-    return {"state": f"Case {n}. " + _FILLER * 25 + _TICKETS[n % len(_TICKETS)].format(n=n), "questions": TRIAGE_QUESTIONS}
+    return {
+        "state": f"Case {n}. " + _FILLER * 25 + _TICKETS[n % len(_TICKETS)].format(n=n),
+        "questions": TRIAGE_QUESTIONS,
+    }
 
 
-WORKLOADS: dict[str, Callable[[int], dict[str, Any]]] = {"triage": triage_body, "routing": routing_body, "long": long_body}
+WORKLOADS: dict[str, Callable[[int], dict[str, Any]]] = {
+    "triage": triage_body,
+    "routing": routing_body,
+    "long": long_body,
+}
 
 
 @dataclass
@@ -212,8 +219,22 @@ def start(cmd: list[str], port: int) -> subprocess.Popen[bytes]:
 
 
 def decisiond_cmd(model: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "decisiond.cli", "serve", "--model", model, "--port", str(port),
-            "--models-dir", str(ROOT / "models"), "--log-level", "warning", "--max-queue", "1024"]
+    return [
+        sys.executable,
+        "-m",
+        "decisiond.cli",
+        "serve",
+        "--model",
+        model,
+        "--port",
+        str(port),
+        "--models-dir",
+        str(ROOT / "models"),
+        "--log-level",
+        "warning",
+        "--max-queue",
+        "1024",
+    ]
 
 
 def baseline_cmd(model: str, port: int) -> list[str]:
@@ -276,7 +297,9 @@ async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
     return status
 
 
-async def closed_loop(port: int, requests: list[bytes], questions: list[int], clients: int, seconds: float) -> LoadResult:
+async def closed_loop(
+    port: int, requests: list[bytes], questions: list[int], clients: int, seconds: float
+) -> LoadResult:
     latencies: list[float] = []
     asked = errors = 0
     position = 0
@@ -305,8 +328,15 @@ async def closed_loop(port: int, requests: list[bytes], questions: list[int], cl
     latencies.sort()
     cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [latencies[0]] * 99
     return LoadResult(
-        clients, len(latencies), errors, elapsed, len(latencies) / elapsed, asked / elapsed,
-        statistics.median(latencies), cuts[94], cuts[98],
+        clients,
+        len(latencies),
+        errors,
+        elapsed,
+        len(latencies) / elapsed,
+        asked / elapsed,
+        statistics.median(latencies),
+        cuts[94],
+        cuts[98],
     )
 
 

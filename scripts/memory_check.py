@@ -43,8 +43,10 @@ async def answer_all(service: Service, start: int, stop: int, concurrency: int =
     for first in range(start, stop, concurrency):
         batch = [
             DecisionRequest.model_validate(
-                {"state": f"Ticket #{i}: I was charged {i % 7 + 2} times for order {i * 7919} and want a refund.",
-                 "questions": QUESTIONS}
+                {
+                    "state": f"Ticket #{i}: I was charged {i % 7 + 2} times for order {i * 7919} and want a refund.",
+                    "questions": QUESTIONS,
+                }
             )
             for i in range(first, min(first + concurrency, stop))
         ]
@@ -73,9 +75,11 @@ def main() -> int:
     end = trend[-1][1]
     service.close()
     growth = (end - warm) / warm
-    print(f"{args.model}: RSS after load {loaded:.0f} MiB; "  # noqa: T201
-          + ", ".join(f"{n} requests {mib:.0f} MiB" for n, mib in trend)
-          + f" (growth {growth:+.1%} from {warm_at} requests)")
+    print(  # noqa: T201
+        f"{args.model}: RSS after load {loaded:.0f} MiB; "
+        + ", ".join(f"{n} requests {mib:.0f} MiB" for n, mib in trend)
+        + f" (growth {growth:+.1%} from {warm_at} requests)"
+    )
     ok = end <= args.limit_mib and growth <= args.growth
     print("ok" if ok else f"FAIL: limit {args.limit_mib:.0f} MiB, growth {args.growth:.0%}")  # noqa: T201
     return 0 if ok else 1

@@ -34,17 +34,34 @@ MAX_BODY = 64 * 1024
 MAX_STATE_TOKENS = 1024
 
 VALID = [
-    {"state": "I was charged twice for one order and I need the duplicate refunded today.",
-     "questions": {"team": {"type": "choice", "instructions": "Which team should handle this ticket?",
-                            "criteria": {"billing": "Payments, invoicing, refunds", "technical": None,
-                                         "other": "None of the above"}},
-                   "urgent": {"type": "noul", "instructions": "Does the ticket communicate time pressure?"},
-                   "mood": {"type": "score", "instructions": "How frustrated is the customer?",
-                            "criteria": ["Calm", "Concerned but civil", "Very angry"]}}},
-    {"state": {"order": 1234, "status": "delayed", "note": "customer asked twice"},
-     "questions": {"late": {"type": "noul", "criteria": {"true": "The order is late", "false": "On time"}}}},
-    {"state": "The app crashes when I open settings.",
-     "questions": {"team": {"type": "choice", "criteria": {"billing": None, "technical": "Bugs and crashes"}}}},
+    {
+        "state": "I was charged twice for one order and I need the duplicate refunded today.",
+        "questions": {
+            "team": {
+                "type": "choice",
+                "instructions": "Which team should handle this ticket?",
+                "criteria": {
+                    "billing": "Payments, invoicing, refunds",
+                    "technical": None,
+                    "other": "None of the above",
+                },
+            },
+            "urgent": {"type": "noul", "instructions": "Does the ticket communicate time pressure?"},
+            "mood": {
+                "type": "score",
+                "instructions": "How frustrated is the customer?",
+                "criteria": ["Calm", "Concerned but civil", "Very angry"],
+            },
+        },
+    },
+    {
+        "state": {"order": 1234, "status": "delayed", "note": "customer asked twice"},
+        "questions": {"late": {"type": "noul", "criteria": {"true": "The order is late", "false": "On time"}}},
+    },
+    {
+        "state": "The app crashes when I open settings.",
+        "questions": {"team": {"type": "choice", "criteria": {"billing": None, "technical": "Bugs and crashes"}}},
+    },
 ]
 INVALID: list[Any] = [
     {"state": "x"},  # 422: no questions
@@ -86,8 +103,22 @@ def _free_port() -> int:
 
 def start_server(model: str | None, port: int, log_path: Path) -> subprocess.Popen[bytes]:
     """``decisiond serve`` on 127.0.0.1 with the soak's limits; waits until /health is ok."""
-    command = [sys.executable, "-m", "decisiond.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-               "--max-body-bytes", str(MAX_BODY), "--max-state-tokens", str(MAX_STATE_TOKENS), "--log-level", "warning"]
+    command = [
+        sys.executable,
+        "-m",
+        "decisiond.cli",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-body-bytes",
+        str(MAX_BODY),
+        "--max-state-tokens",
+        str(MAX_STATE_TOKENS),
+        "--log-level",
+        "warning",
+    ]
     if model:
         command += ["--model", model]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -177,8 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"decisiond-soak-{port}.log"
     process = start_server(args.model, port, log_path)
     try:
-        warm = asyncio.run(run_load(url, mix(args.warmup, args.seed + 1), args.concurrency, time.monotonic() + 300,
-                                    args.seed + 1))
+        warm = asyncio.run(
+            run_load(url, mix(args.warmup, args.seed + 1), args.concurrency, time.monotonic() + 300, args.seed + 1)
+        )
         rss_before = rss_bytes(process.pid)
         deadline = time.monotonic() + args.max_seconds
         report = asyncio.run(run_load(url, mix(args.requests, args.seed), args.concurrency, deadline, args.seed))

@@ -14,7 +14,11 @@ from decisiond.config import Settings
 from .conftest import fake_service
 
 TICKET = "billing billing technical"
-CHOICE = {"type": "choice", "instructions": "Which team?", "criteria": {"billing": None, "technical": "Bugs", "other": None}}
+CHOICE = {
+    "type": "choice",
+    "instructions": "Which team?",
+    "criteria": {"billing": None, "technical": "Bugs", "other": None},
+}
 NOUL = {"type": "noul", "instructions": "Refund?", "criteria": {"true": "Asks for money back"}}
 SCORE = {"type": "score", "instructions": "How angry?", "criteria": ["calm", "angry"]}
 
@@ -36,7 +40,11 @@ async def test_exact_answers_in_request_order(fake_client: httpx.AsyncClient) ->
     assert choice == {
         "type": "choice",
         "choice": "billing",
-        "probabilities": {"billing": round(math.exp(2) / z, 4), "technical": round(math.e / z, 4), "other": round(1 / z, 4)},
+        "probabilities": {
+            "billing": round(math.exp(2) / z, 4),
+            "technical": round(math.e / z, 4),
+            "other": round(1 / z, 4),
+        },
         "confidence": round((math.exp(2) / z - 1 / 3) / (2 / 3), 4),
     }
     # noul logits (false 0, true 1)
@@ -98,10 +106,18 @@ async def test_body_not_json_is_422(fake_client: httpx.AsyncClient) -> None:
     [
         ("empty id", body({"": NOUL}), "empty"),
         ("noul with nothing", body({"q": {"type": "noul"}}), "nothing to ask"),
-        ("noul with blank sides", body({"q": {"type": "noul", "instructions": " ", "criteria": {"true": None}}}), "'q'"),
+        (
+            "noul with blank sides",
+            body({"q": {"type": "noul", "instructions": " ", "criteria": {"true": None}}}),
+            "'q'",
+        ),
         ("unknown model", body({"q": NOUL}, model="no-such-model"), "unknown model"),
         ("images to a text model", body({"q": NOUL}, images=["data:image/png;base64,AAAA"]), "image"),
-        ("assets to a text model", body({"q": NOUL}, assets={"<img>": {"type": "image", "format": "png", "data_base64": "AA"}}), "image"),
+        (
+            "assets to a text model",
+            body({"q": NOUL}, assets={"<img>": {"type": "image", "format": "png", "data_base64": "AA"}}),
+            "image",
+        ),
         ("audio", body({"q": NOUL}, audio=["data:audio/wav;base64,AAAA"]), "audio"),
         ("video", body({"q": NOUL}, video=["x"]), "video"),
     ],
@@ -148,7 +164,7 @@ async def test_unknown_fields_are_ignored(fake_client: httpx.AsyncClient) -> Non
 
 
 @pytest.mark.parametrize(
-    "qid", ["환불 요청", "🙂 emoji id", "with spaces and.dots", "x" * 1000, "ünïcødé/\\\"quotes\"", " "]
+    "qid", ["환불 요청", "🙂 emoji id", "with spaces and.dots", "x" * 1000, 'ünïcødé/\\"quotes"', " "]
 )
 async def test_ids_and_option_keys_round_trip(fake_client: httpx.AsyncClient, qid: str) -> None:
     options = {"환불 요청": None, "🙂 기타": "그 외", "a b.c": None, "k" * 1000: None}
@@ -163,7 +179,8 @@ async def test_255_options_and_10_levels_are_accepted(fake_client: httpx.AsyncCl
     many = {f"queue {i:03d}": None for i in range(255)}
     levels = [f"level {i}" for i in range(10)]
     resp = await fake_client.post(
-        "/v1/systemone", json=body({"c": {"type": "choice", "criteria": many}, "s": {"type": "score", "criteria": levels}})
+        "/v1/systemone",
+        json=body({"c": {"type": "choice", "criteria": many}, "s": {"type": "score", "criteria": levels}}),
     )
     assert resp.status_code == 200, resp.text
     answers = resp.json()["answers"]
@@ -185,7 +202,9 @@ async def test_structured_state_and_texts(fake_client: httpx.AsyncClient) -> Non
     state = {"ticket": "billing please", "tags": ["billing", {"n": 1}]}
     q = {"type": "choice", "instructions": {"ask": "team?"}, "criteria": {"billing": {"what": "money"}, "sales": ["x"]}}
     levels = [{"name": "calm"}, ["angry"]]
-    resp = await fake_client.post("/v1/systemone", json=body({"c": q, "s": {"type": "score", "criteria": levels}}, state=state))
+    resp = await fake_client.post(
+        "/v1/systemone", json=body({"c": q, "s": {"type": "score", "criteria": levels}}, state=state)
+    )
     assert resp.status_code == 200, resp.text
     assert resp.json()["answers"]["c"]["choice"] == "billing"
     assert resp.json()["answers"]["s"]["legend"] == {"0": {"name": "calm"}, "1": ["angry"]}

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from decisiond.backends.base import Prepared, Work
 from decisiond.backends.fake import FakeBackend
 from decisiond.logs import JsonFormatter
+
 from .reliability_support import VALID, served_app, settings
 
 JSON = "application/json"
@@ -26,9 +27,7 @@ JSON = "application/json"
 def _post_many(bodies: list[bytes], app_settings: Any = None, backend: Any = None) -> list[httpx.Response]:
     async def run() -> list[httpx.Response]:
         async with served_app(app_settings, backend) as (_, client):
-            return [
-                await client.post("/v1/systemone", content=body, headers={"content-type": JSON}) for body in bodies
-            ]
+            return [await client.post("/v1/systemone", content=body, headers={"content-type": JSON}) for body in bodies]
 
     return asyncio.run(run())
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from decisiond.auth import bearer_auth, matches
+
 from .reliability_support import VALID, served_app, settings
 
 KEY = "sk-test-0123456789"

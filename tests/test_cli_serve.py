@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from decisiond import cli
+
 from .reliability_support import VALID, settings
 
 MANIFEST = """
@@ -41,8 +42,19 @@ def _start(tmp_path: Path, *, delay_ms: int, extra: list[str]) -> tuple[subproce
     (models / "fake-slow.toml").write_text(MANIFEST.format(delay=delay_ms), encoding="utf-8")
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("DECISIOND_")} | {"HF_HUB_OFFLINE": "1"}
-    command = [sys.executable, "-m", "decisiond.cli", "serve", "--models-dir", str(models), "--model", "fake-slow",
-               "--port", str(port), *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "decisiond.cli",
+        "serve",
+        "--models-dir",
+        str(models),
+        "--model",
+        "fake-slow",
+        "--port",
+        str(port),
+        *extra,
+    ]
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
@@ -89,7 +101,10 @@ def test_a_bad_keys_file_stops_the_server_before_it_binds(tmp_path: Path) -> Non
     env = {k: v for k, v in os.environ.items() if not k.startswith("DECISIOND_")}
     done = subprocess.run(
         [sys.executable, "-m", "decisiond.cli", "serve", "--api-keys-file", str(tmp_path / "none"), "--port", "1"],
-        env=env, capture_output=True, text=True, timeout=60,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 2 and "cannot read the API keys file" in done.stderr
 
@@ -152,7 +167,17 @@ def test_serve_help_lists_the_reliability_flags() -> None:
     parser = cli.build_parser()
     serve = parser._subparsers._group_actions[0].choices["serve"]  # type: ignore[union-attr]
     text = serve.format_help()
-    for flag in ("--api-keys-file", "--shutdown-timeout-s", "--max-options", "--max-json-depth", "--log-format",
-                 "--log-level", "--max-body-bytes", "--max-questions", "--max-levels", "--max-state-tokens",
-                 "--max-total-tokens"):
+    for flag in (
+        "--api-keys-file",
+        "--shutdown-timeout-s",
+        "--max-options",
+        "--max-json-depth",
+        "--log-format",
+        "--log-level",
+        "--max-body-bytes",
+        "--max-questions",
+        "--max-levels",
+        "--max-state-tokens",
+        "--max-total-tokens",
+    ):
         assert flag in text

@@ -21,7 +21,11 @@ def test_conformance_with_a_key_passes_every_must_and_should() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DECISIOND_")} | {"HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
         ["bash", str(ROOT / "scripts" / "conformance.sh"), "--key", "conformance-key-9d2e"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-3000:]

@@ -16,6 +16,7 @@ from decisiond.engine import Engine, is_out_of_memory
 from decisiond.errors import InternalError, Overloaded
 from decisiond.readout import Readout
 from decisiond.render import Option, Question
+
 from .reliability_support import VALID, fake_service, served_app, settings
 
 

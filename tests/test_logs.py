@@ -9,6 +9,7 @@ import logging
 import pytest
 
 from decisiond import logs
+
 from .reliability_support import VALID, served_app
 
 
@@ -44,8 +45,14 @@ def test_one_access_line_per_request_with_id_model_questions_tokens_status_ms(ca
     assert request_id == "req-42"
     assert len(lines) == 2
     assert lines[0] == {
-        "id": "req-42", "method": "POST", "route": "/v1/systemone", "model": "fake-model", "questions": 3,
-        "tokens": lines[0]["tokens"], "status": 200, "ms": lines[0]["ms"],
+        "id": "req-42",
+        "method": "POST",
+        "route": "/v1/systemone",
+        "model": "fake-model",
+        "questions": 3,
+        "tokens": lines[0]["tokens"],
+        "status": 200,
+        "ms": lines[0]["ms"],
     }
     assert lines[0]["tokens"] > 0 and lines[0]["ms"] > 0
     assert lines[1]["status"] == 422 and lines[1]["model"] is None

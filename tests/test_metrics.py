@@ -7,6 +7,7 @@ import asyncio
 from prometheus_client.parser import text_string_to_metric_families
 
 from decisiond.backends.fake import FakeBackend
+
 from .reliability_support import VALID, served_app
 
 

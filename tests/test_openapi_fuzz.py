@@ -13,6 +13,7 @@ from schemathesis.specs.openapi.checks import (
 from starlette.types import Receive, Scope, Send
 
 from decisiond.app import create_app
+
 from .reliability_support import fake_service
 from .reliability_support import settings as app_settings
 
@@ -32,8 +33,12 @@ async def served_once(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 SCHEMA = schemathesis.openapi.from_asgi("/openapi.json", served_once)
-CHECKS = [schemathesis.checks.not_a_server_error, status_code_conformance, content_type_conformance,
-          response_schema_conformance]
+CHECKS = [
+    schemathesis.checks.not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 
 
 @SCHEMA.parametrize()

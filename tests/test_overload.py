@@ -45,7 +45,9 @@ async def test_full_queue_gets_503_with_retry_after_and_every_request_one_answer
 
         async def send(i: int) -> httpx.Response:
             return await client.post(
-                "/v1/systemone", json={"state": f"true {i}", "questions": {"q": NOUL}}, headers={"x-request-id": f"r{i}"}
+                "/v1/systemone",
+                json={"state": f"true {i}", "questions": {"q": NOUL}},
+                headers={"x-request-id": f"r{i}"},
             )
 
         tasks = [asyncio.create_task(send(i)) for i in range(40)]

@@ -223,8 +223,9 @@ class RequestIdMiddleware:
             else:
                 await self.app(scope, receive, send_with_id)
         except Exception as exc:
-            log.error("unhandled fault on %s %s: %s", scope.get("method"), scope.get("path"), type(exc).__name__,
-                      exc_info=exc)
+            log.error(
+                "unhandled fault on %s %s: %s", scope.get("method"), scope.get("path"), type(exc).__name__, exc_info=exc
+            )
             if status == 500:  # nothing was sent yet
                 await _error_response(InternalError("internal server error"))(scope, receive, send_with_id)
         finally:
@@ -235,8 +236,14 @@ class RequestIdMiddleware:
         method = str(scope.get("method", ""))
         self.metrics.observe_request(route, method, status, seconds)
         logs.access(
-            id=request_id, method=method, route=route, model=state.get("model"), questions=state.get("questions"),
-            tokens=state.get("tokens"), status=status, ms=round(seconds * 1000.0, 2),
+            id=request_id,
+            method=method,
+            route=route,
+            model=state.get("model"),
+            questions=state.get("questions"),
+            tokens=state.get("tokens"),
+            status=status,
+            ms=round(seconds * 1000.0, 2),
         )
 
 

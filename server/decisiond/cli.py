@@ -50,10 +50,16 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to bind (default 8000)")
     serve.add_argument("--device", choices=["auto", "cpu", "cuda"], help="auto: CUDA when present (default auto)")
-    serve.add_argument("--dtype", choices=["auto", "float32", "bfloat16", "float16"], help="auto: bf16 on CUDA, fp32 on CPU")
+    serve.add_argument(
+        "--dtype", choices=["auto", "float32", "bfloat16", "float16"], help="auto: bf16 on CUDA, fp32 on CPU"
+    )
     serve.add_argument("--models-dir", type=Path, help="folder of model manifests (default models)")
     serve.add_argument("--max-batch-tokens", type=int, help="token budget of one micro-batch (default 16384)")
-    serve.add_argument("--max-wait-ms", type=float, help="micro-batch gathering window under load, in ms (default 8; a lone request never waits)")
+    serve.add_argument(
+        "--max-wait-ms",
+        type=float,
+        help="micro-batch gathering window under load, in ms (default 8; a lone request never waits)",
+    )
     serve.add_argument("--max-queue", type=int, help="requests waiting before 503 (default 256)")
     serve.add_argument("--request-timeout-s", type=float, help="longest queue wait before 503 (default 30)")
     serve.add_argument("--max-body-bytes", type=int, help="largest request body, 413 above (default 16 MiB)")
@@ -65,7 +71,9 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--max-images", type=int, help="images per request (default 16)")
     serve.add_argument("--max-image-bytes", type=int, help="bytes of one image file (default 8 MiB)")
     serve.add_argument("--max-image-pixels", type=int, help="pixels of one image, width x height (default 25,000,000)")
-    serve.add_argument("--cache-dir", type=Path, help="user cache folder for converted weights (default ~/.cache/decisiond)")
+    serve.add_argument(
+        "--cache-dir", type=Path, help="user cache folder for converted weights (default ~/.cache/decisiond)"
+    )
     serve.add_argument("--max-json-depth", type=int, help="nesting of the state and of question texts (default 64)")
     serve.add_argument(
         "--api-keys-file",
@@ -208,7 +216,8 @@ def serve(settings: Settings) -> int:
         if not keys and not is_loopback(settings.host):
             log.warning(
                 "binding %s without API keys: anyone who can reach this address can use the model; "
-                "set --api-keys-file or DECISIOND_API_KEYS", settings.host
+                "set --api-keys-file or DECISIOND_API_KEYS",
+                settings.host,
             )
         app = create_app(settings, manifests=manifests)
     except (ManifestError, CassetteError, ValueError) as exc:  # ValueError: keys file, rules file (RulesError)

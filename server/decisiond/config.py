@@ -53,7 +53,9 @@ class Settings(BaseSettings):
     )
 
     max_batch_tokens: int = Field(default=16384, ge=64, description="token budget of one micro-batch")
-    max_wait_ms: float = Field(default=8.0, ge=0.0, le=1000.0, description="micro-batch gathering window under load (ms)")
+    max_wait_ms: float = Field(
+        default=8.0, ge=0.0, le=1000.0, description="micro-batch gathering window under load (ms)"
+    )
     max_queue: int = Field(default=256, ge=1, description="requests waiting before 503")
     request_timeout_s: float = Field(default=30.0, gt=0.0, description="longest wait in the queue before 503")
 

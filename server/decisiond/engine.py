@@ -327,8 +327,11 @@ class Engine:
         """Log a failed batch; fail its requests unless it will be split and retried."""
         if out_of_memory:
             self.stats.out_of_memory += 1
-            log.warning("out of memory on a batch of %d requests; %s", len(batch),
-                        "retrying it in halves" if len(batch) > 1 else "refusing the request")
+            log.warning(
+                "out of memory on a batch of %d requests; %s",
+                len(batch),
+                "retrying it in halves" if len(batch) > 1 else "refusing the request",
+            )
             if len(batch) > 1:
                 return
         else:

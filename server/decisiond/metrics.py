@@ -86,12 +86,17 @@ class Metrics:
     def __init__(self, models: Callable[[], Sequence[ServedModel]]) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
-            "decisiond_requests", "HTTP requests by route and status", ["route", "method", "status"],
+            "decisiond_requests",
+            "HTTP requests by route and status",
+            ["route", "method", "status"],
             registry=self.registry,
         )
         self.latency = Histogram(
-            "decisiond_request_duration_seconds", "HTTP request latency (s)", ["route"],
-            buckets=LATENCY_BUCKETS, registry=self.registry,
+            "decisiond_request_duration_seconds",
+            "HTTP request latency (s)",
+            ["route"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
         )
         self.questions = Counter(
             "decisiond_questions_answered", "questions answered by type", ["model", "type"], registry=self.registry

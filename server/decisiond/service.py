@@ -24,10 +24,10 @@ from .backends import Backend, Prepared, TokenLimits, Work, backend_class
 from .config import Settings
 from .devices import resolve_device, resolve_dtype
 from .engine import Engine
-from .readout import Readout
 from .errors import ApiUsageError, ClientGone
 from .manifest import Manifest
 from .media import MediaLimits, decode_all
+from .readout import Readout
 from .render import to_questions
 from .wire import DecisionRequest, check_limits
 
@@ -130,9 +130,7 @@ def start_engine(backend: Backend, settings: Settings) -> Engine:
 DISCONNECT_POLL_S = 0.05
 
 
-async def wait_for_readout(
-    future: Future[Readout], is_disconnected: Callable[[], Awaitable[bool]] | None
-) -> Readout:
+async def wait_for_readout(future: Future[Readout], is_disconnected: Callable[[], Awaitable[bool]] | None) -> Readout:
     """Await the engine's answer; cancel the queued work if the client goes away first.
 
     Raises:
@@ -184,7 +182,8 @@ class Service:
         served = self._by_name.get(name)
         if served is None:
             known = "; ".join(
-                f"{m.name}" + (f" (also {', '.join(m.manifest.aliases)})" if m.manifest.aliases else "") for m in self.models
+                f"{m.name}" + (f" (also {', '.join(m.manifest.aliases)})" if m.manifest.aliases else "")
+                for m in self.models
             )
             raise ApiUsageError(
                 f"unknown model {name[:100]!r}; this server serves {known}; no model, jev-latest or default "

@@ -18,12 +18,22 @@ TICKET = "I was charged twice for one order and I need the duplicate refunded to
 DEPARTMENT = {
     "type": "choice",
     "instructions": "Which team should handle this ticket?",
-    "criteria": {"billing": "Payments, invoicing, refunds", "technical": "Bugs, outages, integrations", "other": "None of the above"},
+    "criteria": {
+        "billing": "Payments, invoicing, refunds",
+        "technical": "Bugs, outages, integrations",
+        "other": "None of the above",
+    },
 }
-URGENT = {"type": "noul", "instructions": "Does the ticket communicate time pressure?",
-          "criteria": {"true": "Names a deadline, or says now or today"}}
-FRUSTRATION = {"type": "score", "instructions": "How frustrated is the customer?",
-               "criteria": ["Calm", "Concerned but civil", "Very angry"]}
+URGENT = {
+    "type": "noul",
+    "instructions": "Does the ticket communicate time pressure?",
+    "criteria": {"true": "Names a deadline, or says now or today"},
+}
+FRUSTRATION = {
+    "type": "score",
+    "instructions": "How frustrated is the customer?",
+    "criteria": ["Calm", "Concerned but civil", "Very angry"],
+}
 
 
 async def ask(client: httpx.AsyncClient, questions: dict[str, Any], state: Any = TICKET) -> dict[str, Any]:

@@ -29,11 +29,13 @@ from decisiond.config import Settings
 from decisiond.manifest import Manifest, read_manifest
 from decisiond.render import Option, Question
 from decisiond.service import load_model
-from decisiond.testing.tiny_causal_lm import build_tiny_causal_lm, write_tiny_causal_lm_manifest
 from decisiond.testing.requests import TRIAGE
+from decisiond.testing.tiny_causal_lm import build_tiny_causal_lm, write_tiny_causal_lm_manifest
 
 NOUL = Question("noul", "Is a refund asked for?", (Option("false", None), Option("true", "Money back")))
-CHOICE = Question("choice", "Which team?", (Option("billing", "Payments"), Option("technical", None), Option("x", None)))
+CHOICE = Question(
+    "choice", "Which team?", (Option("billing", "Payments"), Option("technical", None), Option("x", None))
+)
 SCORE = Question("score", "How angry?", (Option("0", "Calm"), Option("1", "Civil"), Option("2", {"a": "Very"})))
 
 
@@ -54,7 +56,9 @@ def _backend(model: Path, **options: Any) -> CausalLMBackend:
     )
 
 
-def _serve(manifest: Manifest, calls: list[tuple[str, str, dict[str, Any] | None]], **settings: Any) -> list[httpx.Response]:
+def _serve(
+    manifest: Manifest, calls: list[tuple[str, str, dict[str, Any] | None]], **settings: Any
+) -> list[httpx.Response]:
     """Start the app on ``manifest``, wait for the model, make ``calls`` (method, path, json) in order."""
 
     async def run() -> list[httpx.Response]:
@@ -203,7 +207,10 @@ def test_decision_json_labels_and_temperature_are_read(tiny: Path, tmp_path: Pat
         assert served.backend.temperature("choice") == 1.0
     finally:
         served.engine.close()
-    four = {"state": "s", "questions": {"q": {"type": "choice", "criteria": {"a": None, "b": None, "c": None, "d": None}}}}
+    four = {
+        "state": "s",
+        "questions": {"q": {"type": "choice", "criteria": {"a": None, "b": None, "c": None, "d": None}}},
+    }
     (response,) = _serve(manifest, [("POST", "/v1/systemone", four)])
     assert response.status_code == 400
     assert response.json()["detail"]["error_type"] == "api_usage_error"
@@ -245,7 +252,9 @@ def test_a_checkpoint_with_a_decision_head_answers_through_its_head(tiny: Path, 
     }
     torch.manual_seed(0)
     folder = tmp_path / "jev"
-    JevForDecision(JevConfig(hidden_size=64, text_config=text, num_verbalizers=40, initializer_range=0.5)).save_pretrained(folder)
+    JevForDecision(
+        JevConfig(hidden_size=64, text_config=text, num_verbalizers=40, initializer_range=0.5)
+    ).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     manifest = _manifest(tmp_path, folder, name="tiny-jev")
     (response, health) = _serve(manifest, [("POST", "/v1/systemone", TRIAGE), ("GET", "/health", None)])

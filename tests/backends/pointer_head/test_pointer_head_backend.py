@@ -15,9 +15,14 @@ from decisiond.render import Option, Question
 
 STATE = {"ticket": "the customer was charged twice for one order", "priority": "high", "seats": 3}
 NOUL = Question("noul", "is it urgent ?", (Option("false", "calm"), Option("true", "deadline today")))
-CHOICE = Question("choice", "which team should handle it", (Option("billing", "refunds"), Option("technical", None),
-                                                            Option("other", "none of the above")))
-SCORE = Question("score", "how angry", (Option("0", "calm"), Option("1", "concerned but civil"), Option("2", "very angry")))
+CHOICE = Question(
+    "choice",
+    "which team should handle it",
+    (Option("billing", "refunds"), Option("technical", None), Option("other", "none of the above")),
+)
+SCORE = Question(
+    "score", "how angry", (Option("0", "calm"), Option("1", "concerned but civil"), Option("2", "very angry"))
+)
 QUESTIONS = (NOUL, CHOICE, SCORE)
 
 
@@ -60,8 +65,9 @@ def test_hybrid_defaults_to_prefix_and_refuses_packed(backends: Callable[..., Po
         backends("kev_hybrid", isolation="packed")
 
 
-@pytest.mark.parametrize("name,isolation", [("kev", "packed"), ("kev_hybrid", "prefix"), ("strands", "packed"),
-                                            ("wev", "rows")])
+@pytest.mark.parametrize(
+    "name,isolation", [("kev", "packed"), ("kev_hybrid", "prefix"), ("strands", "packed"), ("wev", "rows")]
+)
 def test_answers_do_not_move_when_other_questions_change(
     name: str, isolation: str, backends: Callable[..., PointerHeadBackend]
 ) -> None:

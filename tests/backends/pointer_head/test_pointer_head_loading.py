@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from decisiond.manifest import ManifestError
-
 from decisiond.backends.pointer_head.backend import PointerHeadBackend
+from decisiond.manifest import ManifestError
 
 Load = Callable[..., PointerHeadBackend]
 
@@ -44,11 +43,15 @@ def test_head_with_wrong_shapes_is_refused(checkpoints: dict[str, Path], tmp_pat
     tensors = load_file(str(folder / "head.safetensors"))
     tensors["k.weight"] = torch.zeros(16, 8)
     save_file(tensors, str(folder / "head.safetensors"))
-    with pytest.raises(ManifestError, match=r"head\.safetensors: tensor k\.weight has shape \[16, 8\], expected \[16, 32\]"):
+    with pytest.raises(
+        ManifestError, match=r"head\.safetensors: tensor k\.weight has shape \[16, 8\], expected \[16, 32\]"
+    ):
         load(folder)
 
 
-def test_strands_head_without_its_layernorm_is_refused(checkpoints: dict[str, Path], tmp_path: Path, load: Load) -> None:
+def test_strands_head_without_its_layernorm_is_refused(
+    checkpoints: dict[str, Path], tmp_path: Path, load: Load
+) -> None:
     folder = copy(checkpoints, "strands", tmp_path)
     tensors = {k: v for k, v in load_file(str(folder / "head.safetensors")).items() if not k.startswith("norm.")}
     save_file(tensors, str(folder / "head.safetensors"))
@@ -82,7 +85,9 @@ def test_adapter_with_trainable_token_rows_is_refused(checkpoints: dict[str, Pat
 def test_missing_base_is_refused_without_downloading(checkpoints: dict[str, Path], tmp_path: Path, load: Load) -> None:
     folder = copy(checkpoints, "kev", tmp_path)
     rewrite_head_pt(folder, base="nobody-here/no-such-base", base_revision="v1")
-    with pytest.raises(ManifestError, match=r"head\.pt names the base 'nobody-here/no-such-base' at revision v1.*never downloads"):
+    with pytest.raises(
+        ManifestError, match=r"head\.pt names the base 'nobody-here/no-such-base' at revision v1.*never downloads"
+    ):
         load(folder)
 
 

@@ -17,7 +17,9 @@ from decisiond.render import Option, Question
 from decisiond.testing.tiny_pointer_head import vocabulary
 
 V = vocabulary()
-FP, FM, BS, BE, FS = (V[t] for t in ("<|fim_prefix|>", "<|fim_middle|>", "<|box_start|>", "<|box_end|>", "<|fim_suffix|>"))
+FP, FM, BS, BE, FS = (
+    V[t] for t in ("<|fim_prefix|>", "<|fim_middle|>", "<|box_start|>", "<|box_end|>", "<|fim_suffix|>")
+)
 
 #: The fixed request of the golden tests: a structured state, a described noul (true side only),
 #: a choice with a null description, a score.
@@ -82,7 +84,10 @@ def test_golden_layout_strands(backends: Callable[..., PointerHeadBackend]) -> N
     assert list(layout.branches[0].ids) == noul
     start = len(noul_head) + len(ids("is it urgent ?"))
     # option j's key: the last token wholly inside its line ("false", "urgent"); the query: the last token
-    assert layout.branches[0].keys == (start + len(noul_lines[0]) - 1, start + len(noul_lines[0]) + len(noul_lines[1]) - 1)
+    assert layout.branches[0].keys == (
+        start + len(noul_lines[0]) - 1,
+        start + len(noul_lines[0]) + len(noul_lines[1]) - 1,
+    )
     assert layout.branches[0].query == len(noul) - 1
     choice_lines = ids("1 . billing — payments") + ids("2 . technical")
     assert list(layout.branches[1].ids)[-len(choice_lines) - len(close) : -len(close)] == choice_lines

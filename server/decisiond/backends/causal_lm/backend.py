@@ -22,9 +22,9 @@ from typing import Any
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from transformers.tokenization_utils_base import AddedToken
 from transformers.decision import DecisionConfig, label_token_ids
 from transformers.decision.template_utils import MARK, SPLIT
+from transformers.tokenization_utils_base import AddedToken
 
 from ...cache import TensorLRU
 from ...config import Settings
@@ -162,7 +162,8 @@ class CausalLMBackend(Backend):
             config = dataclasses.replace(config, labels={"choice": extended, "score": extended, **config.labels})
         self.decision_config = config
         self.labels: dict[str, list[str]] = {
-            kind: config.labels.get(kind) or (["Yes", "No"] if kind == "noul" else []) for kind in ("noul", "choice", "score")
+            kind: config.labels.get(kind) or (["Yes", "No"] if kind == "noul" else [])
+            for kind in ("noul", "choice", "score")
         }
         self._label_id: dict[str, int] = {}
         if not has_head:
@@ -196,7 +197,9 @@ class CausalLMBackend(Backend):
         """
         options = CausalLMOptions.from_manifest(manifest)
         if set(manifest.modalities) != {"text"}:
-            raise ValueError(f"manifest {manifest.name}: the causal_lm backend reads text only, not {manifest.modalities}")
+            raise ValueError(
+                f"manifest {manifest.name}: the causal_lm backend reads text only, not {manifest.modalities}"
+            )
         path = manifest.weights_path()
         if manifest.weights.gguf_file:
             path = converted_gguf(path, manifest.weights.gguf_file, settings.cache_dir)

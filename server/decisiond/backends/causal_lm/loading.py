@@ -52,7 +52,9 @@ def converted_gguf(folder: Path, gguf_file: str, cache_dir: Path) -> Path:
     """
     source = folder / gguf_file
     if not source.is_file():
-        raise ManifestError(f"the GGUF file {source} does not exist; check `weights.gguf_file` or reinstall the package")
+        raise ManifestError(
+            f"the GGUF file {source} does not exist; check `weights.gguf_file` or reinstall the package"
+        )
     target = cache_dir / "gguf" / f"{source.stem}-{fingerprint(source)}"
     if (target / "config.json").is_file():
         return target

@@ -91,9 +91,7 @@ def template_request(
     return {"state": state, "questions": entries}, owners
 
 
-def render(
-    config: DecisionConfig, tokenizer: PreTrainedTokenizerBase, request: dict[str, Any]
-) -> list[Prompt]:
+def render(config: DecisionConfig, tokenizer: PreTrainedTokenizerBase, request: dict[str, Any]) -> list[Prompt]:
     """The prompts of ``request`` through :func:`transformers.decision.prepare_inputs`.
 
     Raises:

@@ -79,8 +79,8 @@ class PointerHeadBackend(Backend):
             isolation = "prefix" if hybrid else "packed"
         if isolation == "packed" and hybrid:
             raise ValueError(
-                "isolation \"packed\" needs an attention-only base; a hybrid base's recurrent layers ignore masks "
-                "(use isolation \"prefix\" or \"rows\")"
+                'isolation "packed" needs an attention-only base; a hybrid base\'s recurrent layers ignore masks '
+                '(use isolation "prefix" or "rows")'
             )
         self.isolation: Isolation = isolation
         self.hybrid = hybrid
@@ -146,10 +146,17 @@ class PointerHeadBackend(Backend):
         longest = max((len(b.ids) for b in layout.branches), default=0)
         checks = (
             ("max_state_tokens", state, "the state is {n} tokens; this model reads at most {m} (shorten the state)"),
-            ("max_branch_tokens", longest, "a question is {n} tokens; this model reads at most {m} per question "
-             "(shorten its instructions or options)"),
-            ("max_prompt_tokens", state + longest, "the state and a question are {n} tokens; this model reads at "
-             "most {m} (shorten the state)"),
+            (
+                "max_branch_tokens",
+                longest,
+                "a question is {n} tokens; this model reads at most {m} per question "
+                "(shorten its instructions or options)",
+            ),
+            (
+                "max_prompt_tokens",
+                state + longest,
+                "the state and a question are {n} tokens; this model reads at most {m} (shorten the state)",
+            ),
         )
         for key, n, message in checks:
             limit = self.family_limits.get(key)
@@ -224,7 +231,11 @@ class PointerHeadBackend(Backend):
         starts = [i * width for i in range(len(layouts))]
         owner_q = [starts[r] for r, layout in enumerate(layouts) for _ in layout.branches]
         owner_k = [starts[r] for r, layout in enumerate(layouts) for b in layout.branches for _ in b.keys]
-        return flat, [o + q for o, q in zip(owner_q, queries, strict=True)], [o + k for o, k in zip(owner_k, keys, strict=True)]
+        return (
+            flat,
+            [o + q for o, q in zip(owner_q, queries, strict=True)],
+            [o + k for o, k in zip(owner_k, keys, strict=True)],
+        )
 
     def _rows(self, layouts: Sequence[Layout]) -> tuple[torch.Tensor, list[int], list[int]]:
         """One row per question (state + branch), no cache."""
@@ -240,8 +251,9 @@ class PointerHeadBackend(Backend):
         ids, mask = self._pad(rows)
         hidden, _ = self._hidden(input_ids=ids, attention_mask=mask, use_cache=False)
         width = ids.shape[1]
-        row_of_key = [r for r, layout_branch in enumerate(b for lay in layouts for b in lay.branches)
-                      for _ in layout_branch.keys]
+        row_of_key = [
+            r for r, layout_branch in enumerate(b for lay in layouts for b in lay.branches) for _ in layout_branch.keys
+        ]
         flat = hidden.reshape(-1, hidden.shape[-1])
         return (
             flat,
@@ -311,4 +323,3 @@ class PointerHeadBackend(Backend):
                 "misses": self.prefix_misses,
             }
         }
-

@@ -86,7 +86,9 @@ def read_head_pt(path: Path) -> dict[str, Any]:
             "unpickles code: re-save the head as a plain dict of tensors and numbers"
         ) from exc
     if not isinstance(data, dict) or not isinstance(data.get("head"), dict):
-        raise ManifestError(f"{path} should be a dict with a `head` dict of tensors (q.weight, q.bias, k.weight, k.bias)")
+        raise ManifestError(
+            f"{path} should be a dict with a `head` dict of tensors (q.weight, q.bias, k.weight, k.bias)"
+        )
     return data
 
 
@@ -104,7 +106,7 @@ def resolve_base(base: str, revision: str | None, *, checkpoint: Path, source: s
     except ManifestError as exc:
         raise ManifestError(
             f"{source} names the base {base!r}" + (f" at revision {revision}" if revision else "") + ", which is "
-            f"neither a folder here nor in the local Hugging Face cache. {exc}; or set `base = \"/path/to/base\"` in "
+            f'neither a folder here nor in the local Hugging Face cache. {exc}; or set `base = "/path/to/base"` in '
             "a manifest"
         ) from exc
     except Exception as exc:  # an id the hub library rejects outright
@@ -232,11 +234,11 @@ def refuse_option_isolation(hybrid: bool, source: str) -> None:
 def _refuse_head_type(head_type: Any, source: str) -> None:
     if head_type == "set":
         raise ManifestError(
-            f"{source}: head_type \"set\" is the experimental set head, which decisiond does not implement; "
-            "expected head_type \"pointer\". Export a pointer-head checkpoint to serve it"
+            f'{source}: head_type "set" is the experimental set head, which decisiond does not implement; '
+            'expected head_type "pointer". Export a pointer-head checkpoint to serve it'
         )
     if head_type not in (None, "pointer"):
-        raise ManifestError(f"{source}: unknown head_type {head_type!r}; expected \"pointer\"")
+        raise ManifestError(f'{source}: unknown head_type {head_type!r}; expected "pointer"')
 
 
 @dataclass
@@ -291,7 +293,7 @@ def _plan_wev(folder: Path, options: PointerHeadOptions) -> _Plan:
     source = folder / "wev.json" if (folder / "wev.json").is_file() else folder / "webdecide.json"
     meta = read_json(source)
     if meta.get("format", "wev") not in ("wev", "webdecide"):
-        raise ManifestError(f"{source}: format {meta.get('format')!r}, expected \"wev\"; is this an OpenJev export?")
+        raise ManifestError(f'{source}: format {meta.get("format")!r}, expected "wev"; is this an OpenJev export?')
     _refuse_head_type(meta.get("head_type"), str(source))
     trunk = load_trunk(folder, merged=True)
     keep = meta.get("keep_layers")
@@ -325,8 +327,9 @@ def _plan_strands(folder: Path, options: PointerHeadOptions) -> _Plan:
     base_id = options.base or meta.get("base_model")
     if not base_id:
         raise ManifestError(f"{source} names no `base_model`; set `base` in a manifest")
-    base = resolve_base(str(base_id), options.base_revision or meta.get("base_revision"), checkpoint=folder,
-                        source=str(source))
+    base = resolve_base(
+        str(base_id), options.base_revision or meta.get("base_revision"), checkpoint=folder, source=str(source)
+    )
     trunk = lora_trunk(base, folder / "lora")
     limits = {"max_prompt_tokens": int(meta["max_length"])} if meta.get("max_length") else {}
     return _Plan(
@@ -348,7 +351,9 @@ def _config_of(folder: Path) -> Any:
 _PLANS = {"kev": _plan_kev, "wev": _plan_wev, "strands": _plan_strands}
 
 
-def _write_special_embeddings(trunk: torch.nn.Module, rows: Any, tokenizer: PreTrainedTokenizerBase, source: str) -> None:
+def _write_special_embeddings(
+    trunk: torch.nn.Module, rows: Any, tokenizer: PreTrainedTokenizerBase, source: str
+) -> None:
     """Kev's optional ``special_embeddings``: token (string or id) → embedding row ``[d]``.
 
     Raises:
@@ -388,14 +393,27 @@ def load_checkpoint(folder: Path, family: Family, options: PointerHeadOptions, *
     if plan.special_embeddings:
         _write_special_embeddings(plan.trunk, plan.special_embeddings, tokenizer, plan.head_source)
     head = PointerHead.from_tensors(
-        plan.head_tensors, hidden=int(config.hidden_size), head_dim=plan.head_dim, norm=plan.norm,
+        plan.head_tensors,
+        hidden=int(config.hidden_size),
+        head_dim=plan.head_dim,
+        norm=plan.norm,
         source=plan.head_source,
     )
     trunk = plan.trunk.to(dtype).eval()  # cast once, after the float32 merge
     limits = plan.limits | {
-        k: v for k, v in (("max_state_tokens", options.max_state_tokens), ("max_branch_tokens",
-                          options.max_branch_tokens), ("max_prompt_tokens", options.max_prompt_tokens)) if v
+        k: v
+        for k, v in (
+            ("max_state_tokens", options.max_state_tokens),
+            ("max_branch_tokens", options.max_branch_tokens),
+            ("max_prompt_tokens", options.max_prompt_tokens),
+        )
+        if v
     }
-    log.info("%s checkpoint %s: %s base, head_dim %d", family, folder, "hybrid" if hybrid else "attention-only",
-             plan.head_dim)
+    log.info(
+        "%s checkpoint %s: %s base, head_dim %d",
+        family,
+        folder,
+        "hybrid" if hybrid else "attention-only",
+        plan.head_dim,
+    )
     return Checkpoint(trunk, tokenizer, head, plan.temperatures, hybrid, limits)
