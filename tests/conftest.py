@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import httpx
 import pytest
+import torch
 from asgi_lifespan import LifespanManager
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from decisiond.app import create_app  # noqa: E402
-from decisiond.backends import TokenLimits  # noqa: E402
+from decisiond.backends import Prepared, TokenLimits  # noqa: E402
 from decisiond.backends.fake import FakeBackend  # noqa: E402
 from decisiond.config import Settings  # noqa: E402
 from decisiond.manifest import Manifest, Weights, find_manifest  # noqa: E402
@@ -22,6 +24,21 @@ from decisiond.service import ServedModel, Service, load_model, start_engine  # 
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
+
+
+class GatedFake(FakeBackend):
+    """A fake backend that blocks in ``forward`` until ``gate`` is set, so a queue builds up behind it;
+    ``entered`` is set once the model thread is inside."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def forward(self, batch: Sequence[Prepared]) -> torch.Tensor:
+        self.entered.set()
+        self.gate.wait(10)
+        return super().forward(batch)
 
 
 def fake_manifest(name: str = "fake-1", aliases: list[str] | None = None) -> Manifest:

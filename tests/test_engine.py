@@ -14,25 +14,13 @@ from decisiond.engine import Engine
 from decisiond.errors import InternalError, Overloaded
 from decisiond.render import Option, Question
 
+from .conftest import GatedFake
+
 CHOICE = Question("choice", None, (Option("billing", None), Option("technical", None)))
 
 
 def work(state: str) -> Work:
     return Work(state, (CHOICE,))
-
-
-class GatedFake(FakeBackend):
-    """Blocks in forward until released, so a queue can build up behind it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.gate = threading.Event()
-        self.entered = threading.Event()
-
-    def forward(self, batch: Sequence[Prepared]) -> torch.Tensor:
-        self.entered.set()
-        self.gate.wait(5)
-        return super().forward(batch)
 
 
 def test_requests_waiting_together_share_one_batch_and_get_their_own_slice() -> None:

@@ -3,33 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Sequence
 
 import httpx
-import torch
 
 from decisiond.app import create_app
-from decisiond.backends.base import Prepared
 from decisiond.backends.fake import FakeBackend
 from decisiond.config import Settings
 from decisiond.service import ServedModel, Service, start_engine
 
-from .conftest import fake_manifest
+from .conftest import GatedFake, fake_manifest
 
 NOUL = {"type": "noul", "instructions": "Urgent?"}
-
-
-class SlowFake(FakeBackend):
-    """Holds every batch until released, so requests pile up behind the first."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.release = threading.Event()
-
-    def forward(self, batch: Sequence[Prepared]) -> torch.Tensor:
-        self.release.wait(10)
-        return super().forward(batch)
 
 
 def _app(settings: Settings, backend: FakeBackend) -> httpx.AsyncClient:
@@ -39,7 +23,7 @@ def _app(settings: Settings, backend: FakeBackend) -> httpx.AsyncClient:
 
 
 async def test_full_queue_gets_503_with_retry_after_and_every_request_one_answer() -> None:
-    backend = SlowFake()
+    backend = GatedFake()
     settings = Settings(max_wait_ms=0, max_queue=4)
     async with _app(settings, backend) as client:
 
@@ -59,7 +43,7 @@ async def test_full_queue_gets_503_with_retry_after_and_every_request_one_answer
         # refused at once, without waiting for the model: all but the running batch (at most the
         # four that were queued when the model thread woke) and at most four queued behind it
         assert sum(t.done() for t in tasks) >= 32
-        backend.release.set()
+        backend.gate.set()
         responses = await asyncio.gather(*tasks)
     assert [r.headers["x-request-id"] for r in responses] == [f"r{i}" for i in range(40)]
     statuses = [r.status_code for r in responses]
@@ -75,14 +59,14 @@ async def test_full_queue_gets_503_with_retry_after_and_every_request_one_answer
 
 
 async def test_a_request_that_waits_too_long_gets_503_and_is_not_computed() -> None:
-    backend = SlowFake()
+    backend = GatedFake()
     settings = Settings(max_wait_ms=0, request_timeout_s=0.1)
     async with _app(settings, backend) as client:
         first = asyncio.create_task(client.post("/v1/systemone", json={"state": "a", "questions": {"q": NOUL}}))
         await asyncio.sleep(0.05)
         late = asyncio.create_task(client.post("/v1/systemone", json={"state": "b", "questions": {"q": NOUL}}))
         await asyncio.sleep(0.3)
-        backend.release.set()
+        backend.gate.set()
         assert (await first).status_code == 200
         refused = await late
     assert refused.status_code == 503 and refused.headers["retry-after"]

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Sequence
 
 import pytest
-import torch
 
-from decisiond.backends.base import Prepared, Work
-from decisiond.backends.fake import FakeBackend
+from decisiond.backends.base import Work
 from decisiond.engine import Engine
 from decisiond.errors import ApiUsageError, ClientGone
 from decisiond.render import Option, Question
 from decisiond.service import wait_for_readout
 
-from .conftest import fake_service
+from .conftest import GatedFake, fake_service
 
 
 def test_resolve_names_aliases_and_refuses_unknown() -> None:
@@ -29,18 +25,7 @@ def test_resolve_names_aliases_and_refuses_unknown() -> None:
 
 
 async def test_a_client_that_disconnects_frees_its_place_and_is_not_computed() -> None:
-    class Gated(FakeBackend):
-        def __init__(self) -> None:
-            super().__init__()
-            self.gate = threading.Event()
-            self.entered = threading.Event()
-
-        def forward(self, batch: Sequence[Prepared]) -> torch.Tensor:
-            self.entered.set()
-            self.gate.wait(5)
-            return super().forward(batch)
-
-    backend = Gated()
+    backend = GatedFake()
     engine = Engine(backend, max_wait_ms=0).start()
     q = (Question("noul", "?", (Option("false", None), Option("true", None))),)
     busy = engine.submit(backend.prepare(Work("true", q)))

@@ -32,6 +32,8 @@ USER_AGENT = "decisiond-client/0.1.0"
 #: Fields the client builds itself; ``extra`` never replaces them.
 BUILT_FIELDS = frozenset({"model", "state", "questions"})
 _UNSET: Any = object()
+#: Seconds a request may take when the client makes its own httpx client.
+DEFAULT_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,11 @@ class _Base:
         max_retries: int = 2,
         backoff_s: float = 0.5,
         max_retry_after_s: float = 30.0,
+        http_client: object | None = None,
     ) -> None:
+        if http_client is None and timeout is _UNSET:  # our own client: a bounded wait by default
+            timeout = DEFAULT_TIMEOUT_S
+        self._owns_client = http_client is None
         if max_retries < 0:
             raise ValueError(f"max_retries must be 0 or more, got {max_retries}")
         self.base_url = base_url
@@ -223,11 +229,7 @@ class DecisionClient(_Base):
         sleep: Callable[[float], None] = time.sleep,
         **options: Any,
     ) -> None:
-        timeout = options.get("timeout", _UNSET)
-        if http_client is None and timeout is _UNSET:
-            options["timeout"] = 30.0
-        super().__init__(base_url, **options)
-        self._owns_client = http_client is None
+        super().__init__(base_url, http_client=http_client, **options)
         self._http = http_client or httpx.Client()
         self._sleep = sleep
 
@@ -314,11 +316,7 @@ class AsyncDecisionClient(_Base):
         sleep: Callable[[float], Any] = asyncio.sleep,
         **options: Any,
     ) -> None:
-        timeout = options.get("timeout", _UNSET)
-        if http_client is None and timeout is _UNSET:
-            options["timeout"] = 30.0
-        super().__init__(base_url, **options)
-        self._owns_client = http_client is None
+        super().__init__(base_url, http_client=http_client, **options)
         self._http = http_client or httpx.AsyncClient()
         self._sleep = sleep
 
