@@ -35,6 +35,7 @@ from .config import Settings
 from .errors import ApiUsageError, DecisionError, InternalError, Overloaded, RequestTooLarge
 from .manifest import Manifest, find_manifest
 from .metrics import CONTENT_TYPE, Metrics
+from .playground import add_playground
 from .service import ServedModel, Service, load_model
 from .wire import DecisionRequest, DecisionResponse, ErrorBody, ModelList
 
@@ -339,6 +340,7 @@ def create_app(
     app.include_router(_decision_routes(metrics), dependencies=protected)
     app.include_router(_operation_routes(metrics), dependencies=protected)
     _add_health(app, show_detail=not keys)
+    add_playground(app, enabled=settings.playground)
     return app
 
 

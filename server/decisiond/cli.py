@@ -100,6 +100,13 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument(
         "--scripted", type=Path, help="serve scripted answers from this rules file (TOML or YAML) instead of a model"
     )
+    serve.add_argument(
+        "--no-playground",
+        dest="playground",
+        action="store_false",
+        default=None,
+        help="do not serve the browser playground at / (default: served; DECISIOND_PLAYGROUND=false)",
+    )
 
 
 def _add_record(sub: Any) -> None:

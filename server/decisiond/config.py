@@ -83,6 +83,7 @@ class Settings(BaseSettings):
         default="strict", description="an unrecorded request: strict → 404, fallback → the local model answers"
     )
     scripted: Path | None = Field(default=None, description="rules file (TOML or YAML) served by the scripted backend")
+    playground: bool = Field(default=True, description="serve the browser playground at / (False: / is 404)")
 
     @property
     def needs_model(self) -> bool:
