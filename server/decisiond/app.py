@@ -294,8 +294,8 @@ def create_app(
         manifests (list[Manifest], optional): what to load when no service is given.
 
     Returns:
-        FastAPI: routes ``POST /v1/systemone``, ``GET /v1/models``, ``GET /metrics``, ``GET /health``;
-        ``app.state.runtime`` and ``app.state.metrics`` hold its status and metrics.
+        FastAPI: routes ``POST /v1/systemone``, ``GET /v1/models``, ``GET /metrics``, ``GET /health``, ``GET /``
+        (the playground, unless off); ``app.state.runtime`` and ``app.state.metrics`` hold its status and metrics.
 
     Raises:
         ValueError: the API keys file cannot be read.

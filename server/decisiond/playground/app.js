@@ -222,7 +222,7 @@ function pythonCode(request) {
   }
   const key = request.key ? ', api_key=os.environ["DECISIOND_API_KEY"]' : "";
   lines.push(`with DecisionClient(${quote(BASE)}${key}) as client:`);
-  lines.push(`    response = client.decide(${quote(request.model)}, request${extra})`);
+  lines.push(`    response = client.decide(${request.model ? quote(request.model) : "None"}, request${extra})`);
   lines.push("for question_id, answer in response.answers.items():", "    print(question_id, answer)");
   return lines.join("\n");
 }
@@ -297,8 +297,9 @@ async function loadModels() {
 function modelChanged() {
   const model = models.find((m) => m.name === $("model").value);
   const modalities = (model && model.modalities) || ["text"];
+  const aliases = model && model.aliases && model.aliases.length ? ` · also answers ${model.aliases.join(", ")}` : "";
   $("model-info").textContent = model
-    ? `${model.description || ""} · backend ${model.backend || "?"} · reads ${modalities.join(", ")}` : "";
+    ? `${model.description || ""} · backend ${model.backend || "?"} · reads ${modalities.join(", ")}${aliases}` : "";
   $("images-block").hidden = !modalities.includes("image");
   update();
 }
