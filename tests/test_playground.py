@@ -322,6 +322,11 @@ def test_an_image_is_sent_as_a_data_url_to_a_model_that_reads_images(
     curl = _run_curl(page.inner_text("#curl"), tmp_path)
     assert curl is None or (curl["answers"], curl["usage"]) == (answer["answers"], answer["usage"])
     assert _run_python(page.inner_text("#python"), tmp_path, monkeypatch)["usage"] == answer["usage"]
+    # a model that reads no images: the images are removed, not kept out of sight and left unsent
+    page.select_option("#model", "fake-text")
+    assert page.is_hidden("#images-block") and page.locator("#image-list li").count() == 0
+    page.select_option("#model", "fake-vision")
+    assert page.locator("#image-list li").count() == 0
 
 
 def _error_text(page: Any) -> str:

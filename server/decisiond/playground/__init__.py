@@ -1,6 +1,6 @@
 """The browser playground: one static page at ``/`` that asks a served model questions.
 
-The page (``index.html``, ``app.js``, ``style.css`` in this folder, shipped as package data) is
+The page (``index.html``, ``app.js``, ``code.js``, ``style.css`` in this folder, package data) is
 plain HTML, JavaScript and CSS: no build step, no CDN, nothing fetched from outside the server,
 so it works offline. It calls only the public routes ``GET /v1/models`` and
 ``POST /v1/systemone``, sends ``Authorization: Bearer <key>`` when a key is entered, and shows
@@ -23,7 +23,11 @@ from fastapi.responses import FileResponse
 #: The folder of the page's files.
 ASSETS = Path(__file__).resolve().parent
 #: The files served under ``/playground/`` and their media types; nothing else in the folder is served.
-FILES = {"app.js": "text/javascript; charset=utf-8", "style.css": "text/css; charset=utf-8"}
+FILES = {
+    "code.js": "text/javascript; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+}
 #: The page loads nothing but its own files and talks to nothing but this server.
 HEADERS = {
     "content-security-policy": (
@@ -36,7 +40,7 @@ HEADERS = {
 
 
 def add_playground(app: FastAPI, *, enabled: bool = True) -> None:
-    """Serve the playground: ``GET /`` (the page), ``GET /playground/app.js`` and ``/playground/style.css``.
+    """Serve the playground: ``GET /`` (the page) and ``GET /playground/<file>`` for each of :data:`FILES`.
 
     Args:
         app (FastAPI): the app to add the routes to.
