@@ -1,8 +1,9 @@
 """A screenshot of the playground answering the README's first request: ``docs/playground.png``.
 
-Serves the default model (``minilm-l6``) in-process on a free loopback port, opens ``/`` in Debian's
-headless chromium (see :mod:`decisiond.testing.browser`), clicks Ask on the example the page opens
-with, and saves the whole page. Needs ``/usr/bin/chromium`` and the ``test`` extra (Playwright).
+Serves the default model (``minilm-l6``) in-process on port 8000 (any free one when taken), opens
+``/`` in Debian's headless chromium (see :mod:`decisiond.testing.browser`), clicks Ask on the
+example the page opens with (twice: the second answer is drawn warm), and saves the whole page.
+Needs ``/usr/bin/chromium`` and the ``test`` extra (Playwright).
 
 Usage: python scripts/playground_screenshot.py [--model minilm-l6] [--out docs/playground.png]
 """
@@ -26,7 +27,6 @@ from decisiond.inprocess import BackgroundServer  # noqa: E402
 from decisiond.testing import browser  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-WARM_UP = {"state": "warm up", "questions": {"q": {"type": "noul", "instructions": "Is this a test?"}}}
 
 
 def main() -> int:
@@ -53,13 +53,15 @@ def main() -> int:
                 print("the model did not load in 300 s", file=sys.stderr)  # noqa: T201
                 return 1
             time.sleep(0.2)
-        httpx.post(server.base_url + "/v1/systemone", json=WARM_UP)  # the first request's one-off costs
         with tempfile.TemporaryDirectory() as profile, browser.chromium(Path(profile)) as context:
             page = context.new_page()
             page.set_viewport_size({"width": args.width, "height": 900})
             page.goto(server.base_url + "/")
             page.wait_for_selector(f'#model option[value="{args.model}"]', state="attached")
-            page.click("#ask")
+            for _ in range(2):  # the second answer is drawn with the model's caches warm, as a user sees it
+                with page.expect_response(lambda response: response.url.endswith("/v1/systemone")):
+                    page.click("#ask")
+                page.wait_for_function("() => !document.querySelector('#ask').disabled")
             page.wait_for_selector("#results:not([hidden])")
             args.out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(args.out), full_page=True)
