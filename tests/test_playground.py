@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 import tomllib
 from collections.abc import Iterator
@@ -470,10 +471,11 @@ def _built(page: Any, request: dict[str, Any]) -> dict[str, str]:
     return built
 
 
-def _curl_body(command: str) -> str:
-    """The body the curl command sends, as bash hands it to curl (its last argument)."""
+def _curl_body(command: str, cwd: Path) -> str:
+    """The body the curl command sends, as bash hands it to curl (its last argument). Run in ``cwd``
+    (a scratch folder): a badly quoted command could otherwise write files where it runs."""
     done = subprocess.run(
-        ["bash", "-c", 'curl() { printf "%s" "${@: -1}"; }\n' + command], capture_output=True, timeout=10
+        ["bash", "-c", 'curl() { printf "%s" "${@: -1}"; }\n' + command], capture_output=True, timeout=10, cwd=cwd
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.decode("utf-8", "surrogatepass")
@@ -510,7 +512,8 @@ def test_the_body_and_the_curl_command_keep_every_character_and_order(
     expected = _wire(model, request["state"], questions)
     assert json.dumps(json.loads(built["body"])) == expected
     if shutil.which("bash"):
-        assert json.dumps(json.loads(_curl_body(built["curl"]))) == expected
+        with tempfile.TemporaryDirectory() as scratch:
+            assert json.dumps(json.loads(_curl_body(built["curl"], Path(scratch)))) == expected
 
 
 @pytest.mark.slow
