@@ -1,4 +1,4 @@
-# Sourced by .ci/run: Debian's chromium for the playground test (tests/test_playground.py), which
+# Sourced by .ci/run: Debian's chromium for the playground tests (tests/playground/), which
 # drives /usr/bin/chromium through Playwright's Python package (never `playwright install`).
 # Installs it only when it is missing, we are root and apt-get exists; otherwise says how.
 if [ ! -x /usr/bin/chromium ]; then
