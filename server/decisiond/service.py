@@ -64,6 +64,7 @@ class ServedModel:
             "dtype": info.dtype,
             "max_tokens": info.max_tokens,
             "modalities": list(info.modalities),
+            "question_types": list(info.question_types),
         }
 
 
@@ -204,6 +205,22 @@ class Service:
                     f"{', '.join(sorted(served.backend.modalities))}; send it to a model that reads {kind}"
                 )
 
+    def check_question_types(self, request: DecisionRequest, served: ServedModel) -> None:
+        """Refuse a question of a type the model does not answer, before any inference (a ``box`` on
+        a model that cannot locate things: 400, as the hosted Jev 1.13 answers; spec/wire.md §8).
+
+        Raises:
+            ApiUsageError: naming the question id, its type and the model.
+        """
+        answered = served.backend.question_types
+        for question_id, question in request.questions.items():
+            if question.type not in answered:
+                shown = question_id if len(question_id) <= 80 else question_id[:77] + "..."
+                raise ApiUsageError(
+                    f"question {shown!r} is a {question.type} question, but the model {served.name} answers only "
+                    f"{', '.join(sorted(answered))} questions; send it to a model that answers {question.type}"
+                )
+
     def media_limits(self) -> MediaLimits:
         """The server's image limits."""
         s = self.settings
@@ -234,7 +251,8 @@ class Service:
                 says the client is gone, the queued work is cancelled so it is never computed.
 
         Raises:
-            ApiUsageError: a semantic limit, an unknown model, unreadable media (400).
+            ApiUsageError: a semantic limit, an unknown model, a question type the model does not
+                answer, unreadable media (400).
             MaxTokensExceeded: over a token budget (400).
             Overloaded: queue full, waited too long, stopping, or out of device memory (503).
             InternalError: the model failed, or its thread has died (500).
@@ -248,6 +266,7 @@ class Service:
             max_depth=self.settings.max_json_depth,
         )
         served = self.resolve(request.model)
+        self.check_question_types(request, served)
         self.check_media(request, served)
         prepared = await run_in_threadpool(self._prepare, request, served)
         work = prepared.work

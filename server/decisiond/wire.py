@@ -18,7 +18,7 @@ from .errors import ApiUsageError, LimitError
 #: Text the model reads: a string, or an object or array rendered as JSON. Never a number or bool.
 Text = StrictStr | dict[str, Any] | list[Any]
 
-QuestionType = Literal["noul", "choice", "score"]
+QuestionType = Literal["noul", "choice", "score", "box"]
 
 
 class _Lenient(BaseModel):
@@ -58,7 +58,16 @@ class ScoreQuestion(_Lenient):
     criteria: list[Text] = Field(min_length=1)
 
 
-Question = Annotated[NoulQuestion | ChoiceQuestion | ScoreQuestion, Field(discriminator="type")]
+class BoxQuestion(_Lenient):
+    """Where in the image is this? No criteria: the instructions say what to locate (Jev 1.14; the
+    official SDK's ``BoxQuestion``). Only a model that locates things answers it (see
+    :attr:`decisiond.backends.Backend.question_types`); any other refuses it with 400."""
+
+    type: Literal["box"]
+    instructions: Text | None = None
+
+
+Question = Annotated[NoulQuestion | ChoiceQuestion | ScoreQuestion | BoxQuestion, Field(discriminator="type")]
 
 
 class ImageAsset(_Lenient):
@@ -118,7 +127,26 @@ class ScoreAnswer(BaseModel):
     confidence: float = Field(ge=0, le=1)
 
 
-Answer = Annotated[NoulAnswer | ChoiceAnswer | ScoreAnswer, Field(discriminator="type")]
+class BoxCoordinates(BaseModel):
+    """A box's edges as fractions of the image's height (``top``, ``bottom``) and width (``left``,
+    ``right``) from its top-left corner, each in [0, 1] (spec/wire.md §8)."""
+
+    top: float = Field(ge=0, le=1)
+    bottom: float = Field(ge=0, le=1)
+    left: float = Field(ge=0, le=1)
+    right: float = Field(ge=0, le=1)
+
+
+class BoxAnswer(BaseModel):
+    """Where the thing asked for is: each edge the expected value of its predicted position, and a
+    confidence (null when the model gives none)."""
+
+    type: Literal["box"] = "box"
+    box: BoxCoordinates
+    confidence: float | None = Field(ge=0, le=1)
+
+
+Answer = Annotated[NoulAnswer | ChoiceAnswer | ScoreAnswer | BoxAnswer, Field(discriminator="type")]
 
 
 class Usage(BaseModel):
@@ -204,7 +232,7 @@ def _check_depth(request: DecisionRequest, max_depth: int) -> None:
             f"the state is nested {state_depth} levels deep; the limit is {max_depth} (--max-json-depth)"
         )
     for question_id, question in request.questions.items():
-        criteria = question.criteria
+        criteria = getattr(question, "criteria", None)  # a box has none
         if isinstance(criteria, NoulCriteria):
             criteria = [criteria.true, criteria.false]
         if json_depth([question.instructions, criteria]) - 1 > max_depth:
