@@ -31,8 +31,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import logs
 from .auth import bearer_auth
+from .body import BodyDecodingMiddleware, BodyLimitMiddleware
 from .config import Settings
-from .errors import ApiUsageError, DecisionError, InternalError, Overloaded, RequestTooLarge
+from .errors import ApiUsageError, DecisionError, InternalError, Overloaded
 from .manifest import Manifest, find_manifest
 from .metrics import CONTENT_TYPE, Metrics
 from .service import ServedModel, Service, load_model
@@ -48,7 +49,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "a semantic limit, an unknown model, unreadable media, too many tokens"},
     401: {"model": ErrorBody, "description": "keys are configured and the key sent is not one of them"},
     403: {"model": ErrorBody, "description": "keys are configured and no key was sent"},
-    413: {"model": ErrorBody, "description": "the body is larger than the configured limit"},
+    413: {"model": ErrorBody, "description": "the body, or the body decompressed, is larger than the configured limit"},
+    415: {"model": ErrorBody, "description": "a Content-Encoding other than zstd, gzip or deflate"},
     500: {"model": ErrorBody, "description": "a server fault (the model failed); no traceback"},
     503: {"model": ErrorBody, "description": "loading, queue full, out of memory, or shutting down; see Retry-After"},
 }
@@ -247,36 +249,6 @@ class RequestIdMiddleware:
         )
 
 
-class BodyLimitMiddleware:
-    """Refuse bodies over ``max_bytes`` with 413 ``request_too_large``, declared or streamed."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        too_large = RequestTooLarge(f"the request body is larger than the limit of {self.max_bytes} bytes")
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await _error_response(too_large)(scope, receive, send)
-            return
-        seen = 0
-
-        async def counting_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise too_large
-            return message
-
-        await self.app(scope, counting_receive, send)
-
-
 def create_app(
     settings: Settings | None = None,
     *,
@@ -333,6 +305,7 @@ def create_app(
         from .replay import ReplayMiddleware
 
         app.add_middleware(ReplayMiddleware, library=Library.load(settings.replay), mode=settings.replay_mode)
+    app.add_middleware(BodyDecodingMiddleware, max_bytes=settings.max_body_bytes, max_parts=settings.max_images + 1)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestIdMiddleware, runtime=runtime, metrics=metrics)
     protected = [Depends(bearer_auth(keys))] if keys else []

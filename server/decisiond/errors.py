@@ -72,6 +72,13 @@ class RequestTooLarge(DecisionError):
     error_type = "request_too_large"
 
 
+class UnsupportedEncoding(DecisionError):
+    """415: a ``Content-Encoding`` other than zstd, gzip, deflate or identity (spec/wire.md §5)."""
+
+    status = 415
+    error_type = "api_usage_error"
+
+
 class AuthenticationError(DecisionError):
     """401 (wrong key) or 403 (missing key) when keys are configured."""
 
