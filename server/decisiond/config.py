@@ -58,8 +58,8 @@ class Settings(BaseSettings):
     max_wait_ms: float = Field(
         default=8.0, ge=0.0, le=1000.0, description="micro-batch gathering window under load (ms)"
     )
-    max_queue: int = Field(default=256, ge=1, description="requests waiting before 503")
-    request_timeout_s: float = Field(default=30.0, gt=0.0, description="longest wait in the queue before 503")
+    max_queue: int = Field(default=256, ge=1, description="requests waiting before 529")
+    request_timeout_s: float = Field(default=30.0, gt=0.0, description="longest wait in the queue before 529")
 
     max_images: int = Field(default=16, ge=0, description="images per request, both wire shapes together")
     max_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1, description="bytes of one decoded image file")

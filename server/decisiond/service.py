@@ -259,7 +259,8 @@ class Service:
             ApiUsageError: a semantic limit, an unknown model, a question type the model does not
                 answer, unreadable media (400).
             MaxTokensExceeded: over a token budget (400).
-            Overloaded: queue full, waited too long, stopping, or out of device memory (503).
+            Overloaded: queue full or waited too long (529).
+            Unavailable: stopping, or out of device memory (503).
             InternalError: the model failed, or its thread has died (500).
         """
         started = time.perf_counter()
