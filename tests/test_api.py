@@ -40,11 +40,9 @@ async def test_exact_answers_in_request_order(fake_client: httpx.AsyncClient) ->
     assert choice == {
         "type": "choice",
         "choice": "billing",
-        "probabilities": {
-            "billing": round(math.exp(2) / z, 4),
-            "technical": round(math.e / z, 4),
-            "other": round(1 / z, 4),
-        },
+        # 0.66524, 0.24473, 0.09003: floored to 0.6652 + 0.2447 + 0.0900 = 0.9999, the missing
+        # unit goes to the largest remainder (billing), so they sum to exactly 1
+        "probabilities": {"billing": 0.6653, "technical": 0.2447, "other": 0.09},
         "confidence": round((math.exp(2) / z - 1 / 3) / (2 / 3), 4),
     }
     # noul logits (false 0, true 1)
@@ -222,13 +220,29 @@ async def test_model_aliases_resolve_to_the_default(fake_client: httpx.AsyncClie
         assert resp.status_code == 200 and resp.json()["model"] == "fake-1"
 
 
+async def test_the_official_sdk_headers_are_accepted_and_never_required(fake_client: httpx.AsyncClient) -> None:
+    sdk = {
+        "X-TypeSafe-SDK": "typesafe-sdk/0.7.5",
+        "X-TypeSafe-Runtime": "python/3.14.0 (linux; x86_64)",
+        "X-TypeSafe-Retry-Count": "2",
+        "TypeSafe-Danger-Zone-Images": "true",
+        "Authorization": "Bearer anything",
+    }
+    with_headers = await fake_client.post("/v1/systemone", json=body({"q": NOUL}), headers=sdk)
+    without = await fake_client.post("/v1/systemone", json=body({"q": NOUL}))
+    assert with_headers.status_code == without.status_code == 200
+    assert with_headers.json()["answers"] == without.json()["answers"]
+
+
 async def test_request_id_is_echoed_or_made(fake_client: httpx.AsyncClient) -> None:
+    """Both headers carry the one id: x-request-id, and x-typesafe-request-id, which the official SDKs read."""
     mine = await fake_client.post("/v1/systemone", json=body({"q": NOUL}), headers={"x-request-id": "abc-123"})
-    assert mine.headers["x-request-id"] == "abc-123"
+    assert mine.headers["x-request-id"] == mine.headers["x-typesafe-request-id"] == "abc-123"
     made = await fake_client.post("/v1/systemone", json={"state": 1})
     assert made.status_code == 422 and len(made.headers["x-request-id"]) >= 16
+    assert made.headers["x-typesafe-request-id"] == made.headers["x-request-id"]
     missing = await fake_client.get("/no/such/route")
-    assert missing.status_code == 404 and missing.headers["x-request-id"]
+    assert missing.status_code == 404 and missing.headers["x-request-id"] == missing.headers["x-typesafe-request-id"]
     assert missing.headers["content-type"].startswith("application/json")
 
 

@@ -14,9 +14,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .wire import ChoiceQuestion, DecisionRequest, NoulQuestion, ScoreQuestion
+from .wire import BoxQuestion, ChoiceQuestion, DecisionRequest, NoulQuestion, ScoreQuestion
 
-Kind = Literal["noul", "choice", "score"]
+Kind = Literal["noul", "choice", "score", "box"]
 #: The two sides of a noul, in slot order (false first, then true: ``noul`` = p[true]).
 NOUL_SIDES = ("false", "true")
 
@@ -39,9 +39,10 @@ class Question:
     """One question, stripped of its id.
 
     Attributes:
-        kind (Kind): noul, choice or score.
+        kind (Kind): noul, choice, score or box.
         instructions (Any): text (str, dict or list) or None.
-        options (tuple[Option, ...]): the slots in order.
+        options (tuple[Option, ...]): the slots in order (none for a box: the backend that locates
+            things decides how it reads one).
     """
 
     kind: Kind
@@ -54,8 +55,10 @@ class Question:
         return len(self.options)
 
 
-def to_question(question: NoulQuestion | ChoiceQuestion | ScoreQuestion) -> Question:
+def to_question(question: NoulQuestion | ChoiceQuestion | ScoreQuestion | BoxQuestion) -> Question:
     """Map one validated wire question to its internal form (pure)."""
+    if isinstance(question, BoxQuestion):
+        return Question("box", question.instructions, ())
     if isinstance(question, NoulQuestion):
         criteria = question.criteria
         false = criteria.false if criteria else None

@@ -96,6 +96,7 @@ class BackendInfo:
     dtype: str
     max_tokens: int
     modalities: tuple[str, ...]
+    question_types: tuple[str, ...] = ("choice", "noul", "score")
     caches: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
@@ -104,9 +105,15 @@ class Backend(ABC):
 
     Subclasses set :attr:`family` and implement :meth:`prepare` and :meth:`forward`. Logits are
     raw: the per-question temperature from :meth:`temperature` is applied by the readout.
+
+    :attr:`question_types` names the question types the backend answers; the service refuses any
+    other type with 400 before the backend sees the request (a ``box`` on a model that cannot
+    locate things, spec/wire.md §8). A backend that answers ``box`` adds it there.
     """
 
     family: ClassVar[str] = "abstract"
+    #: The question types this backend answers (``noul``, ``choice``, ``score``, ``box``).
+    question_types: ClassVar[frozenset[str]] = frozenset({"noul", "choice", "score"})
 
     def __init__(
         self,
@@ -158,6 +165,7 @@ class Backend(ABC):
             dtype=str(self.dtype).removeprefix("torch."),
             max_tokens=self.limits.max_total_tokens,
             modalities=tuple(sorted(self.modalities)),
+            question_types=tuple(sorted(self.question_types)),
             caches=self.cache_stats(),
         )
 
