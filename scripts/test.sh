@@ -2,7 +2,8 @@
 # One command from a clean machine to a green test run: ./scripts/test.sh [pytest args]
 # Same install as serve.sh plus the test extras, then the whole suite (offline, CPU only).
 set -euo pipefail
-. "$(dirname "$0")/_env.sh" test
+DECISIOND_EXTRAS=test
+. "$(dirname "$0")/_env.sh"
 set +e
 python -m pytest "$@"
 status=$?
