@@ -106,7 +106,7 @@ def converted_gguf(folder: Path, gguf_file: str, cache_dir: Path) -> Path:
     try:
         with conversion_step(1, 3, "reading the tokenizer from the GGUF file"):
             tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=gguf_file, local_files_only=True)
-        with conversion_step(2, 3, "dequantising the weights to float32 (with a progress bar)"):
+        with conversion_step(2, 3, "dequantising the weights to float32"):
             model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file, local_files_only=True)
         # The weights are dequantised float32 now: save them as a plain checkpoint
         model.hf_quantizer = None
