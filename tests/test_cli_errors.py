@@ -7,6 +7,7 @@ import json
 import logging
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,17 @@ import decisiond
 from decisiond import cli, logs
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """``cli.main`` sends the root logger to this test's captured stderr; later tests must not
+    write to that closed stream."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def _error_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
