@@ -263,8 +263,7 @@ def serve(settings: Settings) -> int:
 
     from .app import create_app
 
-    problem = models_dir_problem(settings) or port_problem(settings.host, settings.port)
-    if problem:
+    if problem := models_dir_problem(settings):
         log.error("%s", problem)
         return 2
     try:
@@ -279,6 +278,9 @@ def serve(settings: Settings) -> int:
         app = create_app(settings, manifests=manifests)
     except (ManifestError, CassetteError, ValueError) as exc:  # ValueError: keys file, rules file (RulesError)
         log.error("%s", exc)
+        return 2
+    if problem := port_problem(settings.host, settings.port):  # before the models load, not after
+        log.error("%s", problem)
         return 2
     config = uvicorn.Config(
         app,
