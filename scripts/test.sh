@@ -2,7 +2,8 @@
 # One command from a clean machine to a green test run: ./scripts/test.sh [pytest args]
 # Same install as serve.sh plus the test extras, then the whole suite (offline, CPU only).
 set -euo pipefail
-. "$(dirname "$0")/_env.sh" test
+DECISIOND_EXTRAS=test
+. "$(dirname "$0")/_env.sh"
 # The official JavaScript SDK, pinned in tests/js/package-lock.json, for tests/test_official_sdks.py.
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)

@@ -32,5 +32,5 @@ def test_checkpoint_folder_needs_no_manifest(files: list[str], family: str, tmp_
 
 def test_other_folders_are_not_taken_for_checkpoints(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
-    with pytest.raises(ManifestError, match="no model named"):
+    with pytest.raises(ManifestError, match="plain is no checkpoint that serves without a manifest"):
         find_manifest(str(tmp_path / "plain"), tmp_path / "no-models")

@@ -61,12 +61,15 @@ async def test_full_queue_gets_529_with_retry_after_and_every_request_one_answer
 
 async def test_a_request_that_waits_too_long_gets_529_and_is_not_computed() -> None:
     backend = GatedFake()
-    settings = Settings(max_wait_ms=0, request_timeout_s=0.1)
+    settings = Settings(max_wait_ms=0, request_timeout_s=1.0)
     async with _app(settings, backend) as client:
         first = asyncio.create_task(client.post("/v1/systemone", json={"state": "a", "questions": {"q": NOUL}}))
-        await asyncio.sleep(0.05)
+        for _ in range(1000):  # until the model thread holds the first request (a busy machine may take a while)
+            if backend.entered.is_set():
+                break
+            await asyncio.sleep(0.01)
         late = asyncio.create_task(client.post("/v1/systemone", json={"state": "b", "questions": {"q": NOUL}}))
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(1.5)  # past the late request's 1 s in the queue
         backend.gate.set()
         assert (await first).status_code == 200
         refused = await late

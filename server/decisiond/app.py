@@ -30,7 +30,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import logs
+from . import __version__, logs
 from .auth import bearer_auth
 from .body import BodyDecodingMiddleware, BodyLimitMiddleware
 from .config import Settings
@@ -38,7 +38,9 @@ from .errors import ApiUsageError, DecisionError, InternalError, Unavailable
 from .manifest import Manifest, find_manifest
 from .metrics import CONTENT_TYPE, Metrics
 from .playground import add_playground
+from .probes import add_probes
 from .service import ServedModel, Service, load_model
+from .slashes import TrailingSlashMiddleware
 from .wire import DecisionRequest, DecisionResponse, ErrorBody, ModelList
 
 log = logging.getLogger("decisiond.app")
@@ -228,7 +230,7 @@ class RequestIdMiddleware:
             await send(message)
 
         try:
-            if self.runtime.draining and scope.get("path") != "/health":
+            if self.runtime.draining and scope.get("path") not in ("/health", "/ready"):
                 await _error_response(Unavailable("the server is shutting down", retry_after_s=5))(
                     scope, receive, send_with_id
                 )
@@ -275,8 +277,10 @@ def create_app(
         manifests (list[Manifest], optional): what to load when no service is given.
 
     Returns:
-        FastAPI: routes ``POST /v1/systemone``, ``GET /v1/models``, ``GET /metrics``, ``GET /health``, ``GET /``
-        (the playground, unless off); ``app.state.runtime`` and ``app.state.metrics`` hold its status and metrics.
+        FastAPI: routes ``POST /v1/systemone``, ``GET /v1/models``, ``GET /metrics``, ``GET /health``,
+        ``GET /ready`` (:mod:`decisiond.probes`), each also with one trailing slash
+        (:mod:`decisiond.slashes`), and ``GET /`` (the playground, unless off); ``app.state.runtime``
+        and ``app.state.metrics`` hold its status and metrics.
 
     Raises:
         ValueError: the API keys file cannot be read.
@@ -299,7 +303,7 @@ def create_app(
 
     app = FastAPI(
         title="decisiond",
-        version="0.1.0",
+        version=__version__,
         summary="A local System One decision server",
         lifespan=lifespan,
         generate_unique_id_function=lambda route: route.name,
@@ -321,8 +325,9 @@ def create_app(
     protected = [Depends(bearer_auth(keys))] if keys else []
     app.include_router(_decision_routes(metrics), dependencies=protected)
     app.include_router(_operation_routes(metrics), dependencies=protected)
-    _add_health(app, show_detail=not keys)
+    add_probes(app, show_detail=not keys)
     add_playground(app, enabled=settings.playground)
+    app.add_middleware(TrailingSlashMiddleware, routes=app.router.routes)  # outermost: before replay and ids
     return app
 
 
@@ -369,40 +374,3 @@ def _operation_routes(metrics: Metrics) -> APIRouter:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
     return router
-
-
-def _add_health(app: FastAPI, *, show_detail: bool) -> None:
-    @app.get("/health", tags=["operations"], name="health")
-    async def health(runtime: RuntimeDep) -> JSONResponse:
-        """``loading`` until the model is ready, then ``ok`` with the model, device and dtype; ``error``
-        (503) when loading failed or a model thread died; ``stopping`` (503) after SIGTERM. With API
-        keys configured, only ``{"status": ...}``."""
-        status, code = runtime.health()
-        if not show_detail or runtime.service is None or status != "ok":
-            body: dict[str, Any] = {"status": status}
-            if show_detail and status == "error":
-                body["error"] = "a model failed to load or its thread stopped; see the server log"
-                body["failed_models"] = runtime.dead_models()
-            return JSONResponse(body, status_code=code)
-        default = runtime.service.default
-        info = default.backend.info()
-        return JSONResponse(
-            {
-                "status": "ok",
-                "model": default.name,
-                "device": info.device,
-                "dtype": info.dtype,
-                "models": [
-                    {
-                        "name": served.name,
-                        "backend": served.backend.family,
-                        "queue_depth": served.engine.queue_depth(),
-                        "mean_batch_size": round(served.engine.stats.mean_batch_size(), 2),
-                        "batches": served.engine.stats.batches,
-                        "requests": served.engine.stats.requests,
-                        "caches": served.backend.cache_stats(),
-                    }
-                    for served in runtime.service.models
-                ],
-            }
-        )

@@ -7,20 +7,26 @@ Run ``decisiond --help`` or ``decisiond serve --help`` for every flag; each flag
 from __future__ import annotations
 
 import argparse
+import errno
 import ipaddress
 import logging
+import os
 import signal
+import socket
 import sys
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from . import logs
+from pydantic import ValidationError
+
+from . import __version__, logs
 from .ask import add_ask_parser, run_ask
 from .cassette import CassetteError
+from .cli_parser import Parser, describe_settings_error, port
 from .config import Settings, hf_offline_env, read_env
 from .manifest import Manifest, ManifestError, embedded_default, find_manifest, read_manifests
 from .model_names import name_table
@@ -63,7 +69,7 @@ def _add_serve(sub: Any) -> None:
         "default off",
     )
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port to bind (default 8000)")
+    serve.add_argument("--port", type=port, help="port to bind (default 8000)")
     serve.add_argument("--device", choices=["auto", "cpu", "cuda"], help="auto: CUDA when present (default auto)")
     serve.add_argument(
         "--dtype", choices=["auto", "float32", "bfloat16", "float16"], help="auto: bf16 on CUDA, fp32 on CPU"
@@ -102,7 +108,10 @@ def _add_serve(sub: Any) -> None:
     )
     serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="default info")
     serve.add_argument(
-        "--log-format", choices=["json", "text"], help="json: one object per line, one access line per request"
+        "--log-format",
+        choices=["auto", "json", "text"],
+        help="text: readable lines; json: one object per line; auto: text on a terminal, json elsewhere (default "
+        "auto). One access line per request; /health, /ready and /metrics polls only at --log-level debug",
     )
     serve.add_argument(
         "--replay", action="append", type=Path, help="answer recorded requests from this cassette (repeatable)"
@@ -140,9 +149,12 @@ def _add_record(sub: Any) -> None:
         help="environment variable holding the upstream API key (default: pass on the caller's Authorization header)",
     )
     record.add_argument("--host", default="127.0.0.1", help="address to bind")
-    record.add_argument("--port", type=int, default=8000, help="port to bind")
+    record.add_argument("--port", type=port, default=8000, help="port to bind")
     record.add_argument("--timeout-s", type=float, default=60.0, help="upstream timeout in seconds")
     record.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info")
+    record.add_argument(
+        "--log-format", choices=["auto", "json", "text"], default="auto", help="auto: text on a terminal, else json"
+    )
 
 
 def record(args: argparse.Namespace) -> int:
@@ -151,15 +163,19 @@ def record(args: argparse.Namespace) -> int:
 
     from .record import create_record_app
 
+    logs.configure(args.log_level, args.log_format)  # one line per request: recorded, or why not
     api_key = None
     if args.api_key_env:
         api_key = read_env(args.api_key_env)
         if api_key is None:
             log.error("the environment variable %s is not set; export the upstream API key there", args.api_key_env)
             return 2
+    if problem := port_problem(args.host, args.port):
+        log.error("%s", problem)
+        return 2
     app = create_record_app(args.upstream, args.cassette, api_key=api_key, timeout_s=args.timeout_s)
     log.info("recording %s into %s on http://%s:%d", args.upstream, args.cassette, args.host, args.port)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, log_config=None, access_log=False)
     return 0
 
 
@@ -225,13 +241,53 @@ def watch(runtime: Runtime, server: Any, settings: Settings, *, poll_s: float = 
         time.sleep(poll_s)
 
 
+def models_dir_problem(settings: Settings) -> str | None:
+    """Why ``settings.models_dir`` cannot be used, or None. A folder that was asked for
+    (``--models-dir``, ``DECISIOND_MODELS_DIR``) must exist; the default ``models`` may be missing
+    (the embedded default model serves without it)."""
+    if "models_dir" not in settings.model_fields_set or settings.models_dir.is_dir():
+        return None
+    if settings.models_dir.exists():
+        return f"--models-dir {settings.models_dir} is not a folder"
+    return f"--models-dir {settings.models_dir}: no such folder (resolved to {settings.models_dir.absolute()})"
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be bound now, or None. Checked before any model loads, with the
+    ``SO_REUSEADDR`` that uvicorn sets, so a port in TIME_WAIT is not refused."""
+    if port == 0:
+        return None
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        return f"cannot resolve the host {host!r} ({exc.strerror}); pass an address with --host"
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return (
+                    f"port {port} on {host} is already in use (another decisiond?); stop what holds it "
+                    f"(`ss -ltnp 'sport = :{port}'` shows it) or pick another port with --port"
+                )
+            if exc.errno == errno.EACCES:
+                return f"no permission to bind port {port} on {host}; ports below 1024 need privileges, use --port"
+            return f"cannot bind {host}:{port}: {exc.strerror}"
+    return None
+
+
 def serve(settings: Settings) -> int:
     """Run the server until SIGTERM or SIGINT. Returns the process exit code: 0 after a clean
-    shutdown, 1 when loading failed or a model thread died, 2 for a configuration error."""
+    shutdown, 1 when loading failed or a model thread died, 2 for a configuration error (a missing
+    models folder, a port in use, an unknown model, unreadable keys)."""
     import uvicorn
 
     from .app import create_app
 
+    if problem := models_dir_problem(settings):
+        log.error("%s", problem)
+        return 2
     try:
         manifests = _resolve_manifests(settings)
         if manifests:  # an --alias that names no served model is a configuration error, before binding
@@ -247,6 +303,9 @@ def serve(settings: Settings) -> int:
     except (ManifestError, CassetteError, ValueError) as exc:  # ValueError: keys file, rules file (RulesError)
         log.error("%s", exc)
         return 2
+    if problem := port_problem(settings.host, settings.port):  # before the models load, not after
+        log.error("%s", problem)
+        return 2
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -259,12 +318,14 @@ def serve(settings: Settings) -> int:
     runtime: Runtime = app.state.runtime
     server = _make_server(config, runtime)
     threading.Thread(target=watch, args=(runtime, server, settings), name="decisiond-watch", daemon=True).start()
-    # uvicorn re-raises the signal it caught once it has stopped; a drained SIGTERM is a clean exit, not a kill.
-    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    # uvicorn re-raises the signal it caught once it has stopped; a drained SIGTERM or Ctrl+C is a clean
+    # exit, not a kill (nor a KeyboardInterrupt traceback).
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         server.run()
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     status, _ = runtime.health()
     return 1 if status == "error" else 0
 
@@ -293,10 +354,11 @@ def list_models(models_dir: Path) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``decisiond`` argument parser."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="decisiond",
         description="A local reference server for System One decision models (POST /v1/systemone).",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_serve(sub)
     _add_record(sub)
@@ -312,6 +374,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "models":
         logging.basicConfig(level="INFO", format="%(levelname)s %(name)s: %(message)s")
+        if args.models_dir is not None and not args.models_dir.is_dir():
+            print(f"decisiond models: error: --models-dir {args.models_dir}: no such folder", file=sys.stderr)  # noqa: T201
+            return 2
         return list_models(args.models_dir or Settings().models_dir)
     if args.command == "ask":
         return run_ask(args)
@@ -320,12 +385,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.model = args.model or None
     try:
         settings = _settings(args)
-    except ValueError as exc:  # pydantic's ValidationError names the field and the bad value
-        print(f"decisiond serve: {exc}", file=sys.stderr)  # noqa: T201
+    except ValidationError as exc:  # a flag or a DECISIOND_* variable out of range
+        print(f"decisiond serve: error: {describe_settings_error(exc)}", file=sys.stderr)  # noqa: T201
         return 2
     logs.configure(settings.log_level, settings.log_format)
     return serve(settings)
 
 
+def run() -> NoReturn:
+    """The ``decisiond`` console script: :func:`main`, then exit at once with its code.
+
+    Once ``main`` returns, the server has stopped, its models are closed and its files are written;
+    what is left is the interpreter's teardown of torch and transformers, which took 2 to 5 s on a
+    busy 2-core machine after "Finished server process". Logs and standard streams are flushed,
+    then the process ends without it (``os._exit``).
+    """
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

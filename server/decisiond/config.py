@@ -76,7 +76,9 @@ class Settings(BaseSettings):
     )
 
     log_level: Literal["debug", "info", "warning", "error"] = "info"
-    log_format: Literal["json", "text"] = Field(default="json", description="json: one object per log line")
+    log_format: Literal["auto", "json", "text"] = Field(
+        default="auto", description="auto: text on a terminal, json (one object per line) elsewhere"
+    )
 
     api_keys: SecretStr = Field(default=SecretStr(""), description="comma-separated API keys; none: auth off")
     api_keys_file: Path | None = Field(default=None, description="file of API keys, one per line")

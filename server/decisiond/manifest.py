@@ -254,7 +254,7 @@ def find_manifest(spec: str, models_dir: Path) -> Manifest:
     Raises:
         ManifestError: nothing matches; the message lists what is available.
     """
-    candidate = Path(spec)
+    candidate = Path(spec).expanduser()
     if spec.endswith(".toml") or candidate.is_file():
         return read_manifest(candidate)
     if candidate.is_dir() and (synthesised := checkpoint_manifest(candidate)) is not None:
@@ -265,5 +265,18 @@ def find_manifest(spec: str, models_dir: Path) -> Manifest:
             return manifest
     if spec in EMBEDDED_NAMES:  # no models folder here (or one without it): the embedded default still serves
         return embedded_default()
+    if candidate.is_dir():
+        raise ManifestError(
+            f"the folder {spec} is no checkpoint that serves without a manifest (a Kev head.pt, an OpenJev "
+            "wev.json or a strands_decider_config.json); write a manifest for it (see the README's Manifests)"
+        )
+    if _looks_like_a_path(spec):
+        raise ManifestError(f"no such folder: {spec} (resolved to {candidate.absolute()})")
     known = ", ".join(m.name for m in manifests) or "none"
     raise ManifestError(f"no model named {spec!r} in {models_dir} (available: {known}); or pass a manifest path")
+
+
+def _looks_like_a_path(spec: str) -> bool:
+    """Whether a ``--model`` value is meant as a path (``./x``, ``../x``, ``/x``, ``~/x``, ``a/b``),
+    not a model name (checked after every name and alias of the manifests)."""
+    return "/" in spec or "\\" in spec or spec.startswith((".", "~"))

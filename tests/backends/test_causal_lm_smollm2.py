@@ -16,6 +16,7 @@ from decisiond.cli import list_models
 from decisiond.config import Settings
 from decisiond.manifest import find_manifest
 from decisiond.testing.requests import TRIAGE
+from tests.tolerance import PROBABILITY_ATOL, WIRE_STEP
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 needs_smollm2 = pytest.mark.skipif(
@@ -63,7 +64,9 @@ def test_smollm2_answers_the_triage_request_as_pipeline_decision_does() -> None:
     converted = sorted((settings.cache_dir / "gguf").glob("SmolLM2-135M-Instruct.Q4_1-*"))
     assert converted and (converted[-1] / "model.safetensors").is_file()
     expected = pipeline("decision", model=str(converted[-1]))(TRIAGE)
-    assert answers["is_urgent"]["noul"] == pytest.approx(expected["is_urgent"]["noul"], abs=1e-4)
+    assert answers["is_urgent"]["noul"] == pytest.approx(
+        expected["is_urgent"]["noul"], abs=WIRE_STEP + PROBABILITY_ATOL
+    )
     for name in ("department", "frustration"):
         for key, probability in expected[name]["probabilities"].items():
-            assert answers[name]["probabilities"][key] == pytest.approx(probability, abs=1e-4)
+            assert answers[name]["probabilities"][key] == pytest.approx(probability, abs=WIRE_STEP + PROBABILITY_ATOL)

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-import torch
 from PIL import Image
 
 from decisiond.app import create_app
@@ -23,6 +22,7 @@ from decisiond.config import Settings
 from decisiond.manifest import Manifest, Weights, read_manifest
 from decisiond.service import ServedModel, Service, load_model, start_engine
 from decisiond.testing.tiny import tiny_manifest
+from tests.tolerance import assert_logits_close
 
 CHOICE = {
     "colour": {
@@ -128,12 +128,12 @@ def test_several_images_are_pooled_by_the_mean_of_their_cosines(service: Service
     logits = [
         backend.forward([backend.prepare(Work("x", questions, images))]) for images in [(red,), (blue,), (red, blue)]
     ]
-    assert torch.allclose(logits[2], (logits[0] + logits[1]) / 2, atol=1e-5)
+    assert_logits_close(logits[2], (logits[0] + logits[1]) / 2)
     # and a request's answer does not depend on the request it is batched with
     batched = backend.forward(
         [backend.prepare(Work("x", questions, (blue,))), backend.prepare(Work("x", questions, (red,)))]
     )
-    assert torch.allclose(batched[3:], logits[0], atol=1e-5)
+    assert_logits_close(batched[3:], logits[0])
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ from decisiond.render import to_questions
 from decisiond.service import Service, load_model
 from decisiond.testing.tiny import minilm_path, tiny_manifest
 from decisiond.wire import DecisionRequest
+from tests.tolerance import assert_logits_close
 
 LONG_STATE = " ".join(f"Order {i} was charged twice and the customer wants a refund today." for i in range(30))
 QUESTIONS: dict[str, Any] = {
@@ -85,8 +86,8 @@ def test_an_answer_does_not_depend_on_the_other_questions_or_requests(service: S
     together = _logits(backend, _work(LONG_STATE, QUESTIONS))
     other = _work("Another state entirely.", {"x": {"type": "noul", "instructions": "A long hypothesis " * 5}})
     in_batch = _logits(backend, other, _work(LONG_STATE, QUESTIONS))
-    assert torch.allclose(together[-3:], alone, atol=1e-5)
-    assert torch.allclose(in_batch[2:], together, atol=1e-5)
+    assert_logits_close(together[-3:], alone)
+    assert_logits_close(in_batch[2:], together)
 
 
 def test_long_states_are_windowed_and_pooled_by_max(service: Service) -> None:
@@ -97,12 +98,10 @@ def test_long_states_are_windowed_and_pooled_by_max(service: Service) -> None:
     assert len(windows) == 2 and all(len(w) > 1 for w in windows)  # both noul sides see several windows
     scores = backend.score_pairs(prepared.features.pairs)
     expected = torch.stack([scores[w].max() for w in windows])
-    assert torch.allclose(backend.forward([prepared]), expected.cpu(), atol=1e-6)
+    assert_logits_close(backend.forward([prepared]), expected.cpu())
     backend.pooling = "mean"
     try:
-        assert torch.allclose(
-            backend.forward([prepared]), torch.stack([scores[w].mean() for w in windows]).cpu(), atol=1e-6
-        )
+        assert_logits_close(backend.forward([prepared]), torch.stack([scores[w].mean() for w in windows]).cpu())
     finally:
         backend.pooling = "max"
 

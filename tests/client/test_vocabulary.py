@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from decisiond.client import Choice, ChoiceAnswer, DecisionRequest, Noul, NoulAnswer, Score, ScoreAnswer
+from decisiond.client.codec import encode_question, request_from_wire
 
 # -- questions ---------------------------------------------------------------------------------
 
@@ -52,9 +53,15 @@ def test_choice_keeps_option_order_and_descriptions() -> None:
 
 
 @pytest.mark.parametrize(("yes", "no"), [("Names a deadline", None), (None, "No time pressure")])
-def test_noul_describing_only_one_side_is_refused(yes: str | None, no: str | None) -> None:
-    with pytest.raises(ValueError, match="both or neither"):
-        Noul("Is it urgent?", yes=yes, no=no)
+def test_noul_describing_only_one_side_is_accepted_and_sent_as_such(yes: str | None, no: str | None) -> None:
+    """Regression: the client refused a one-sided noul (the README's first example) that the wire
+    allows; the side not described must be left out of the body, not sent as null."""
+    noul = Noul("Is it urgent?", yes=yes, no=no)
+    assert noul.described
+    sent = {"true": yes, "false": no}
+    assert encode_question(noul)["criteria"] == {side: text for side, text in sent.items() if text is not None}
+    request = request_from_wire({"state": "s", "questions": {"q": encode_question(noul)}})[1]
+    assert request.questions["q"] == noul
 
 
 def test_noul_describes_both_sides_or_neither() -> None:

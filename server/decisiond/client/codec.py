@@ -65,8 +65,9 @@ def encode_question(question: Question) -> dict[str, Any]:
         body["criteria"] = {key: to_json_value(value) for key, value in question.options.items()}
     elif isinstance(question, Score):
         body["criteria"] = [to_json_value(level) for level in question.levels]
-    elif question.described:
-        body["criteria"] = {"true": to_json_value(question.yes), "false": to_json_value(question.no)}
+    elif question.described:  # a side not described is left out, as the wire allows (spec/wire.md §2)
+        sides = {"true": question.yes, "false": question.no}
+        body["criteria"] = {side: to_json_value(text) for side, text in sides.items() if text is not None}
     return body
 
 

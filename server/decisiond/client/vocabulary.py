@@ -5,10 +5,10 @@ seed codec (``shared/seeds/000-decision-wire.txt``, "Refusals") raises :class:`V
 naming what is wrong, so a request that reaches the wire is one a server of the class can
 answer, and an answer that reaches the caller is one it can read.
 
-The client is stricter than decisiond's own wire in two places, on purpose: a :class:`Score`
-needs at least two levels (one level is not a scale), and a :class:`Noul` describes both sides
-or neither (one described side is compared with a bare ``Yes.``/``No.``, which answers a
-different question).
+The client is stricter than decisiond's own wire in one place, on purpose: a :class:`Score`
+needs at least two levels (one level is not a scale). A :class:`Noul` may describe both sides,
+one or neither, as the wire allows (spec/wire.md §2); a side left out is read by the model as a
+bare ``Yes.``/``No.``.
 
 Text (instructions, option descriptions, levels) is a string, or a JSON object or array that the
 server renders as JSON for the model. Nothing here does I/O or imports the server.
@@ -134,7 +134,7 @@ class Choice:
 
 @dataclass(frozen=True, eq=True)
 class Noul:
-    """The probability that a statement is true; what yes and no mean may be described, both or neither.
+    """The probability that a statement is true; what yes and no mean may be described: both, one or neither.
 
     Args:
         instructions (Text): the statement or question, never blank.
@@ -142,7 +142,7 @@ class Noul:
         no (Text, optional): what a no means. Defaults to None.
 
     Raises:
-        ValueError: blank instructions, or only one side described.
+        ValueError: blank instructions, or a blank side.
     """
 
     kind: ClassVar[Kind] = "noul"
@@ -154,8 +154,6 @@ class Noul:
         object.__setattr__(self, "instructions", check_text(self.instructions, "the noul's instructions"))
         object.__setattr__(self, "yes", check_text(self.yes, "the noul's yes", optional=True))
         object.__setattr__(self, "no", check_text(self.no, "the noul's no", optional=True))
-        if (self.yes is None) != (self.no is None):
-            raise ValueError("a noul describes what yes and no mean both or neither; one side alone was given")
 
     @classmethod
     def of(cls, instructions: Text) -> Noul:
@@ -164,8 +162,8 @@ class Noul:
 
     @property
     def described(self) -> bool:
-        """Whether yes and no are described."""
-        return self.yes is not None
+        """Whether yes or no (or both) is described."""
+        return self.yes is not None or self.no is not None
 
     def __hash__(self) -> int:
         return hash((self.kind, repr(self.instructions), repr(self.yes), repr(self.no)))

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
+from tests.tolerance import PROBABILITY_ATOL, assert_logits_close
 
 from decisiond.backends import Work
 from decisiond.backends.pointer_head.backend import PointerHeadBackend
@@ -40,7 +41,7 @@ def test_packed_and_rows_agree(name: str, backends: Callable[..., PointerHeadBac
     packed = logits(backends(name, isolation="packed"), work)
     rows = logits(backends(name, isolation="rows"), work)
     assert packed.shape == (8,)
-    torch.testing.assert_close(packed, rows, rtol=0, atol=1e-5)
+    assert_logits_close(packed, rows)
     assert packed.std() > 0.1  # the comparison is not between constants
 
 
@@ -54,7 +55,7 @@ def test_cached_prefix_equals_uncached_rows(name: str, backends: Callable[..., P
     second = logits(prefix, work)  # the state's cache comes from the LRU; it must not have been mutated
     assert prefix.prefix_hits == hits + 1
     uncached = logits(rows, work)
-    torch.testing.assert_close(first, uncached, rtol=0, atol=1e-5)
+    assert_logits_close(first, uncached)
     torch.testing.assert_close(second, first, rtol=0, atol=0)
 
 
@@ -75,7 +76,7 @@ def test_answers_do_not_move_when_other_questions_change(
     alone = {q: logits(backend, Work(STATE, (q,))) for q in QUESTIONS}
     for order in [(SCORE, NOUL, CHOICE), (CHOICE, SCORE), (NOUL, CHOICE, SCORE, CHOICE)]:
         for question, got in zip(order, split(logits(backend, Work(STATE, order)), order), strict=True):
-            torch.testing.assert_close(got, alone[question], rtol=0, atol=1e-5)
+            assert_logits_close(got, alone[question])
 
 
 @pytest.mark.parametrize("name", ["kev", "kev_hybrid"])
@@ -83,7 +84,7 @@ def test_a_micro_batch_equals_each_request_alone(name: str, backends: Callable[.
     backend = backends(name)
     a, b = Work(STATE, (NOUL, CHOICE)), Work("short state", (SCORE,))
     together = logits(backend, a, b)
-    torch.testing.assert_close(together, torch.cat([logits(backend, a), logits(backend, b)]), rtol=0, atol=1e-5)
+    assert_logits_close(together, torch.cat([logits(backend, a), logits(backend, b)]))
 
 
 def test_the_state_changes_the_answer(backends: Callable[..., PointerHeadBackend]) -> None:
@@ -104,7 +105,7 @@ def test_readout_gives_valid_distributions(backends: Callable[..., PointerHeadBa
     flat = logits(backend, Work(STATE, QUESTIONS))
     readout = read(flat, [q.size for q in QUESTIONS], [backend.temperature(q.kind) for q in QUESTIONS])
     for p in readout.probabilities:
-        assert abs(sum(p) - 1.0) < 1e-5 and all(0 < x < 1 for x in p)
+        assert abs(sum(p) - 1.0) < PROBABILITY_ATOL and all(0 < x < 1 for x in p)
 
 
 def test_checkpoint_token_limits_are_enforced(backends: Callable[..., PointerHeadBackend]) -> None:
