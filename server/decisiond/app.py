@@ -33,6 +33,7 @@ from . import logs
 from .auth import bearer_auth
 from .config import Settings
 from .errors import ApiUsageError, DecisionError, InternalError, Overloaded, RequestTooLarge
+from .health import add_health
 from .manifest import Manifest, find_manifest
 from .metrics import CONTENT_TYPE, Metrics
 from .service import ServedModel, Service, load_model
@@ -338,7 +339,7 @@ def create_app(
     protected = [Depends(bearer_auth(keys))] if keys else []
     app.include_router(_decision_routes(metrics), dependencies=protected)
     app.include_router(_operation_routes(metrics), dependencies=protected)
-    _add_health(app, show_detail=not keys)
+    add_health(app, show_detail=not keys)
     return app
 
 
@@ -385,40 +386,3 @@ def _operation_routes(metrics: Metrics) -> APIRouter:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
     return router
-
-
-def _add_health(app: FastAPI, *, show_detail: bool) -> None:
-    @app.get("/health", tags=["operations"], name="health")
-    async def health(runtime: RuntimeDep) -> JSONResponse:
-        """``loading`` until the model is ready, then ``ok`` with the model, device and dtype; ``error``
-        (503) when loading failed or a model thread died; ``stopping`` (503) after SIGTERM. With API
-        keys configured, only ``{"status": ...}``."""
-        status, code = runtime.health()
-        if not show_detail or runtime.service is None or status != "ok":
-            body: dict[str, Any] = {"status": status}
-            if show_detail and status == "error":
-                body["error"] = "a model failed to load or its thread stopped; see the server log"
-                body["failed_models"] = runtime.dead_models()
-            return JSONResponse(body, status_code=code)
-        default = runtime.service.default
-        info = default.backend.info()
-        return JSONResponse(
-            {
-                "status": "ok",
-                "model": default.name,
-                "device": info.device,
-                "dtype": info.dtype,
-                "models": [
-                    {
-                        "name": served.name,
-                        "backend": served.backend.family,
-                        "queue_depth": served.engine.queue_depth(),
-                        "mean_batch_size": round(served.engine.stats.mean_batch_size(), 2),
-                        "batches": served.engine.stats.batches,
-                        "requests": served.engine.stats.requests,
-                        "caches": served.backend.cache_stats(),
-                    }
-                    for served in runtime.service.models
-                ],
-            }
-        )

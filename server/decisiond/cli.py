@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from . import logs
 from .ask import add_ask_parser, run_ask
 from .cassette import CassetteError
-from .config import Settings, hf_offline_env, read_env
+from .config import Settings, hf_offline_env, quiet_openmp_env, read_env
 from .manifest import Manifest, ManifestError, embedded_default, find_manifest, read_manifests
 
 if TYPE_CHECKING:
@@ -61,6 +61,12 @@ def _add_serve(sub: Any) -> None:
         help="micro-batch gathering window under load, in ms (default 8; a lone request never waits)",
     )
     serve.add_argument("--max-queue", type=int, help="requests waiting before 503 (default 256)")
+    serve.add_argument(
+        "--threads",
+        type=int,
+        help="torch intra-op threads (default: the CPUs this process may use, less one for the event loop; "
+        "an OMP_NUM_THREADS you set is kept)",
+    )
     serve.add_argument("--request-timeout-s", type=float, help="longest queue wait before 503 (default 30)")
     serve.add_argument("--max-body-bytes", type=int, help="largest request body, 413 above (default 16 MiB)")
     serve.add_argument("--max-questions", type=int, help="questions per request (default 128)")
@@ -208,9 +214,12 @@ def serve(settings: Settings) -> int:
     shutdown, 1 when loading failed or a model thread died, 2 for a configuration error."""
     import uvicorn
 
+    from . import threads
     from .app import create_app
 
     try:
+        policy = threads.apply(settings.threads)  # before the model loads: torch's first parallel work
+        log.info("%s", policy.describe(), extra={"fields": {"threads": policy.as_dict()}})
         manifests = _resolve_manifests(settings)
         keys = settings.keys()
         if not keys and not is_loopback(settings.host):
@@ -284,6 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``decisiond`` console script."""
+    quiet_openmp_env()  # before anything imports torch: OpenMP reads these once, when it loads
     hf_offline_env()
     args = build_parser().parse_args(argv)
     if args.command == "models":
