@@ -13,11 +13,12 @@ for decisions, ``total`` always), is counted in ``/metrics`` and written as one 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import random
 import re
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -144,7 +145,19 @@ def _request_id(scope: Scope) -> str:
         text = sent.decode("latin-1").strip()
         if _SAFE_ID.fullmatch(text):
             return text
-    return uuid.uuid4().hex
+    return f"{random.getrandbits(128):032x}"  # not a secret: a unique label, without uuid4's urandom call
+
+
+def _until_disconnect(request: Request) -> Any:
+    """A coroutine function returning once the client has gone: the body is read, so the next ASGI
+    message is ``http.disconnect`` (the server sends it when the connection closes, or once the
+    response is complete)."""
+
+    async def gone() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            await asyncio.sleep(0.05)  # a server that answers at once with empty bodies: poll, never spin
+
+    return gone
 
 
 def _server_timing(timings: dict[str, float], total_ms: float) -> bytes:
@@ -355,7 +368,7 @@ def _decision_routes(metrics: Metrics) -> APIRouter:
         ``{"model": "minilm-l6", "answers": {"refund": {"type": "noul", "noul": 0.71}}, ...}``
         """
         request.state.questions = len(body.questions)
-        decision = await service.decide(body, is_disconnected=request.is_disconnected)
+        decision = await service.decide(body, client_gone=_until_disconnect(request))
         request.state.model = decision.model
         request.state.tokens = decision.input_tokens
         request.state.timings = decision.timings_ms
