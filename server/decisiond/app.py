@@ -96,14 +96,14 @@ class Runtime:
             log.error("loading failed: %s", self.error, exc_info=True)
 
 
-def get_runtime(request: Request) -> Runtime:
-    """The app's runtime."""
+async def get_runtime(request: Request) -> Runtime:
+    """The app's runtime (async: FastAPI would run a plain function on a thread, per request)."""
     runtime: Runtime = request.app.state.runtime
     return runtime
 
 
-def get_service(runtime: Annotated[Runtime, Depends(get_runtime)]) -> Service:
-    """The ready service.
+async def get_service(runtime: Annotated[Runtime, Depends(get_runtime)]) -> Service:
+    """The ready service (async, like :func:`get_runtime`).
 
     Raises:
         Overloaded: the models are still loading, or failed to load.
