@@ -427,6 +427,50 @@ def run_level(port: int, workload: str, clients: int, level: int, seconds: float
     return result
 
 
+def run_level_rounds(
+    ports: dict[str, int], workload: str, clients: int, level: int, seconds: float, rounds: int
+) -> dict[str, LoadResult]:
+    """One concurrency level against every variant, in ``rounds`` windows of ``seconds / rounds``
+    that take turns (variant A, B, ..., A, B, ...), so that a drift of the machine's own load falls
+    on every variant alike; each variant's figures pool its windows."""
+    requests, questions = encoded(workload)
+    offset = (level + 1) * 500
+    pooled: dict[str, list[Any]] = {name: [[], 0, 0, 0.0, 0, 0] for name in ports}
+    for r in range(rounds):
+        for name, port in ports.items():
+            before = engine_counts(port)
+            start_at = (offset + r * 131) % len(requests)
+            latencies, errors, asked, elapsed = asyncio.run(
+                drive(port, requests[start_at:] + requests[:start_at], questions, clients, seconds / rounds)
+            )
+            after = engine_counts(port)
+            acc = pooled[name]
+            acc[0] += latencies
+            acc[1] += errors
+            acc[2] += asked
+            acc[3] += elapsed
+            if before and after:
+                acc[4] += after[0] - before[0]
+                acc[5] += after[1] - before[1]
+    results = {}
+    for name, (latencies, errors, asked, elapsed, batches, served) in pooled.items():
+        latencies.sort()
+        cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [latencies[0]] * 99
+        results[name] = LoadResult(
+            clients,
+            len(latencies),
+            errors,
+            elapsed,
+            len(latencies) / elapsed,
+            asked / elapsed,
+            statistics.median(latencies),
+            cuts[94],
+            cuts[98],
+            served / batches if batches else None,
+        )
+    return results
+
+
 _ENCODED: dict[str, tuple[list[bytes], list[int]]] = {}
 
 
@@ -495,7 +539,12 @@ def parse_args() -> argparse.Namespace:
         "--contention", type=int, default=0, metavar="K", help="also measure 1-client latency beside K busy processes"
     )
     parser.add_argument("--contention-seconds", type=float, default=4.0, help="per quiet or contended window")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of quiet and contended windows")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="windows per level and variant (--seconds split among them), and rounds of quiet and contended windows",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench-out")
     return parser.parse_args()
 
@@ -514,10 +563,10 @@ def run_servers(args: argparse.Namespace, variants: list[Variant], report: dict[
             for v in variants:
                 warm_up(ports[v.name], workload)
             for level, clients in enumerate(args.clients):
-                for v in variants:
-                    print(f"{v.name}: {workload} at {clients} clients ...", flush=True)  # noqa: T201
-                    result = run_level(ports[v.name], workload, clients, level, args.seconds, with_batches=True)
-                    data["servers"][v.name].append(asdict(result))
+                print(f"{workload} at {clients} clients, {len(variants)} variants ...", flush=True)  # noqa: T201
+                results = run_level_rounds(ports, workload, clients, level, args.seconds, args.rounds)
+                for name, result in results.items():
+                    data["servers"][name].append(asdict(result))
             if args.contention:
                 print(f"contention: {workload}, {args.contention} busy processes ...", flush=True)  # noqa: T201
                 runner = one_client_runner(ports, workload)
