@@ -77,9 +77,9 @@ def test_affinity_smaller_than_the_quota_wins(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "cpus,expected",
-    [(0.5, 1), (1.0, 1), (1.5, 1), (2.0, 1), (2.5, 1), (3.0, 2), (8.0, 7), (64.0, 63)],
+    [(0.5, 1), (1.0, 1), (1.5, 1), (2.0, 2), (2.5, 2), (3.0, 3), (4.0, 3), (4.9, 3), (8.0, 7), (64.0, 63)],
 )
-def test_auto_keeps_one_cpu_for_the_event_loop(cpus: float, expected: int) -> None:
+def test_auto_keeps_one_cpu_for_the_event_loop_from_four(cpus: float, expected: int) -> None:
     assert choose(cpus) == (expected, "auto")
 
 
@@ -87,6 +87,7 @@ def test_the_flag_wins_then_the_users_omp_num_threads() -> None:
     assert choose(2.0, threads=4, omp_num_threads="3") == (4, "--threads")
     assert choose(8.0, omp_num_threads="3") == (3, "OMP_NUM_THREADS")
     assert choose(8.0, omp_num_threads="lots") == (7, "auto")  # not a count: ignored
+    assert choose(8.0, omp_num_threads="0") == (7, "auto")
     with pytest.raises(ValueError, match="at least 1"):
         choose(2.0, threads=0)
 

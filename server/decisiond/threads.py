@@ -8,9 +8,11 @@ threads steal the time the event loop needs. decisiond therefore chooses, before
 
 - the CPUs it may use: ``os.sched_getaffinity`` (taskset, cpusets) and the cgroup CPU quota
   (v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``), the smallest of them;
-- intra-op threads: one fewer than those CPUs (the event loop, HTTP and request threads keep
-  one), at least 1; ``--threads N`` (``DECISIOND_THREADS``) overrides, and an ``OMP_NUM_THREADS``
-  the user set is kept;
+- intra-op threads: one per whole usable CPU, less one kept for the event loop, HTTP and request
+  threads where that costs at most a quarter of the compute (4 CPUs or more); on fewer, the
+  passive wait policy is what leaves the event loop room (measured on 2 cores, docs/benchmarks.md:
+  with waiting threads asleep, 2 threads beat 1 in every column, quiet or contended);
+  ``--threads N`` (``DECISIOND_THREADS``) overrides, and an ``OMP_NUM_THREADS`` the user set is kept;
 - inter-op threads: 1 (the model thread runs one graph at a time; nothing forks);
 - OpenMP threads sleep when they wait (``OMP_WAIT_POLICY=PASSIVE``, ``KMP_BLOCKTIME=0`` for
   Intel's runtime), unless the user set those variables.
@@ -150,8 +152,9 @@ def choose(cpus: float, *, threads: int | None = None, omp_num_threads: str | No
     """Intra-op threads for ``cpus`` usable CPUs, and where the number came from.
 
     ``threads`` (``--threads``) wins; then a positive integer ``OMP_NUM_THREADS`` the user set;
-    else one thread per whole usable CPU less one kept for the event loop and request threads,
-    at least 1 (``floor(cpus) - 1``: a 1.5-CPU quota gets 1, 2 CPUs get 1, 8 CPUs get 7).
+    else one thread per whole usable CPU (``floor(cpus)``, at least 1), less one kept for the event
+    loop and request threads from :data:`RESERVE_FROM` CPUs up: a 1.5-CPU quota gets 1, 2 CPUs get
+    2, 3 get 3, 4 get 3, 8 get 7.
 
     Raises:
         ValueError: ``threads`` is below 1.
@@ -162,8 +165,13 @@ def choose(cpus: float, *, threads: int | None = None, omp_num_threads: str | No
         return threads, "--threads"
     if omp_num_threads and omp_num_threads.strip().isdigit() and int(omp_num_threads) > 0:
         return int(omp_num_threads), "OMP_NUM_THREADS"
-    return max(1, math.floor(cpus) - 1), "auto"
+    whole = max(1, math.floor(cpus))
+    return (whole - 1 if whole >= RESERVE_FROM else whole), "auto"
 
+
+#: From this many usable CPUs, one is kept for the event loop (below, keeping one would cost a
+#: third or half of the compute; the passive wait policy leaves the loop room instead).
+RESERVE_FROM = 4
 
 _applied: ThreadPolicy | None = None
 
