@@ -3,7 +3,8 @@
 For one model and a realistic request mix, it measures:
 
 1. the ceiling: the backend's raw forward throughput in this process, with no HTTP and no queue,
-   at its best batch size (requests/s and tokens/s), caches as warm as a server's (slot texts
+   at its best batch size and torch thread count (the server's policy and one per usable CPU;
+   ``--ceiling-threads``), requests/s and tokens/s, caches as warm as a server's (slot texts
    cached; every state new, so no state or prefix cache hits);
 2. decisiond over loopback at 1, 4, 16 and 64 concurrent closed-loop clients: requests/s,
    questions/s, p50/p95/p99 latency, mean batch size;
@@ -24,10 +25,11 @@ it measures, and httpx spends several times more per request.
 With ``--contention K`` it also measures one client's latency beside K busy processes (pure-Python
 spin loops started and stopped by the script, see ``scripts/contention.py``), in rounds that
 alternate quiet and contended windows, and reports both columns and their ratio. ``--server
-NAME=SPEC`` (repeatable) runs several decisiond variants side by side, measured interleaved level
-by level: another checkout's code (``before=PYTHONPATH=/tmp/old/server``), flags (``t2=--threads
-2``) or environment (``spin=OMP_WAIT_POLICY=ACTIVE``). The load average before and after is
-recorded: on a shared machine, compare only figures from one run.
+NAME=SPEC`` (repeatable) runs several decisiond variants side by side; each level is split into
+``--rounds`` windows that take turns between the variants. A variant is another checkout's code
+(``before=PYTHONPATH=/tmp/old/server``), flags (``t2=--threads 2``) or environment
+(``spin=OMP_WAIT_POLICY=ACTIVE``). The load average before and after is recorded: on a shared
+machine, compare only figures from one run.
 
 Usage:
     python scripts/bench.py                                   # minilm-l6, all workloads (~6 min)
