@@ -3,7 +3,8 @@
 For one model and a realistic request mix, it measures:
 
 1. the ceiling: the backend's raw forward throughput in this process, with no HTTP and no queue,
-   at its best batch size (requests/s and tokens/s), caches as warm as a server's (slot texts
+   at its best batch size and torch thread count (the server's policy and one per usable CPU;
+   ``--ceiling-threads``), requests/s and tokens/s, caches as warm as a server's (slot texts
    cached; every state new, so no state or prefix cache hits);
 2. decisiond over loopback at 1, 4, 16 and 64 concurrent closed-loop clients: requests/s,
    questions/s, p50/p95/p99 latency, mean batch size;
@@ -21,8 +22,18 @@ The load generator is a minimal HTTP/1.1 keep-alive client on asyncio streams wi
 bodies encoded up front: on two cores every CPU cycle the client spends is taken from the server
 it measures, and httpx spends several times more per request.
 
+With ``--contention K`` it also measures one client's latency beside K busy processes (pure-Python
+spin loops started and stopped by the script, see ``scripts/contention.py``), in rounds that
+alternate quiet and contended windows, and reports both columns and their ratio. ``--server
+NAME=SPEC`` (repeatable) runs several decisiond variants side by side; each level is split into
+``--rounds`` windows that take turns between the variants. A variant is another checkout's code
+(``before=PYTHONPATH=/tmp/old/server``), flags (``t2=--threads 2``) or environment
+(``spin=OMP_WAIT_POLICY=ACTIVE``). The load average before and after is recorded: on a shared
+machine, compare only figures from one run.
+
 Usage:
     python scripts/bench.py                                   # minilm-l6, all workloads (~6 min)
+    python scripts/bench.py --workloads triage --clients 1 16 64 --contention 2 --no-baseline
     python scripts/bench.py --model smollm2-135m --workloads triage --clients 1 4 16
 """
 
@@ -33,6 +44,7 @@ import asyncio
 import json
 import os
 import platform
+import shlex
 import socket
 import statistics
 import subprocess
@@ -45,8 +57,14 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a script, not the package: it may set its own environment
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+#: The servers' environment: the caller's, without the OpenMP setting this process makes for itself.
+SERVER_ENV = dict(os.environ)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the server's policy (decisiond.threads), before torch loads
 
 ROOT = Path(__file__).resolve().parent.parent
+
+import contention  # noqa: E402  (scripts/contention.py, beside this file)
+from bench_report import plot, table  # noqa: E402
 
 from decisiond.testing.requests import TRIAGE_QUESTIONS  # noqa: E402
 
@@ -134,13 +152,20 @@ class Ceiling:
     tokens_per_s: float
     forward_ms_1: float
     by_batch: dict[int, float] = field(default_factory=dict)
+    threads: int = 0  # torch intra-op threads of the best figure
+    by_threads: dict[int, float] = field(default_factory=dict)  # best requests/s at each thread count
 
 
 # ---------------------------------------------------------------- the ceiling, in-process
 
 
-def measure_ceiling(model: str, workload: str, batches: Sequence[int], seconds: float) -> Ceiling:
-    """Time ``backend.forward`` on fresh prepared requests at each batch size; keep the best."""
+def measure_ceiling(
+    model: str, workload: str, batches: Sequence[int], seconds: float, threads: Sequence[int]
+) -> Ceiling:
+    """Time ``backend.forward`` on fresh prepared, tokenised requests at each batch size and each
+    torch thread count; keep the best (the hardware's ceiling, whatever the server's policy)."""
+    import torch
+
     from decisiond.backends import Work
     from decisiond.config import Settings
     from decisiond.manifest import find_manifest
@@ -158,9 +183,27 @@ def measure_ceiling(model: str, workload: str, batches: Sequence[int], seconds: 
         for _ in range(count):
             request = DecisionRequest.model_validate(WORKLOADS[workload](next(counter)))
             prepared.append(backend.prepare(Work(request.state, to_questions(request))))
+        backend.complete(prepared)  # tokenised here, outside the clock: the ceiling is the model
         return prepared
 
     backend.forward(fresh(max(batches)))  # warm-up: kernels, allocator, slot-text cache
+    best: Ceiling | None = None
+    by_threads: dict[int, float] = {}
+    for count in threads:
+        torch.set_num_threads(count)
+        ceiling = _ceiling_at(backend.forward, fresh, batches, seconds)
+        by_threads[count] = ceiling.rps
+        if best is None or ceiling.rps > best.rps:
+            best, ceiling.threads = ceiling, count
+    served.engine.close()
+    assert best is not None
+    best.by_threads = by_threads
+    return best
+
+
+def _ceiling_at(
+    forward: Callable[[list[Any]], Any], fresh: Callable[[int], list[Any]], batches: Sequence[int], seconds: float
+) -> Ceiling:
     by_batch: dict[int, float] = {}
     tokens_per_s: dict[int, float] = {}
     forward_ms_1 = 0.0
@@ -169,9 +212,9 @@ def measure_ceiling(model: str, workload: str, batches: Sequence[int], seconds: 
         spent = 0.0
         times = []
         while spent < seconds:
-            batch = fresh(size)  # outside the clock: the ceiling is the model, not tokenising
+            batch = fresh(size)
             started = time.perf_counter()
-            backend.forward(batch)
+            forward(batch)
             took = time.perf_counter() - started
             times.append(took)
             spent += took
@@ -181,7 +224,6 @@ def measure_ceiling(model: str, workload: str, batches: Sequence[int], seconds: 
         tokens_per_s[size] = tokens / spent
         if size == 1:
             forward_ms_1 = statistics.median(times) * 1000.0
-    served.engine.close()
     best = max(by_batch, key=lambda b: by_batch[b])
     return Ceiling(best, by_batch[best], tokens_per_s[best], forward_ms_1, by_batch)
 
@@ -212,13 +254,39 @@ def wait_ready(proc: subprocess.Popen[bytes], port: int, timeout_s: float = 600)
     raise SystemExit(f"the server on port {port} was not ready in {timeout_s:.0f} s")
 
 
-def start(cmd: list[str], port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+def start(cmd: list[str], port: int, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    full_env = {**SERVER_ENV, **(env or {})}
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, env=full_env)
     wait_ready(proc, port)
     return proc
 
 
-def decisiond_cmd(model: str, port: int) -> list[str]:
+@dataclass
+class Variant:
+    """One decisiond configuration under test: ``NAME=[VAR=value ...] [flags ...]``.
+
+    ``before=PYTHONPATH=/tmp/old/server`` serves an older checkout's code; ``t2=--threads 2``
+    passes a flag; ``spin=OMP_WAIT_POLICY=ACTIVE --threads 2`` sets the environment too.
+    """
+
+    name: str
+    env: dict[str, str]
+    args: list[str]
+
+    @classmethod
+    def parse(cls, spec: str) -> Variant:
+        name, _, rest = spec.partition("=")
+        env, args = {}, []
+        for token in shlex.split(rest):
+            key, eq, value = token.partition("=")
+            if eq and key.isupper() and not key.startswith("-"):
+                env[key] = value
+            else:
+                args.append(token)
+        return cls(name or "decisiond", env, args)
+
+
+def decisiond_cmd(model: str, port: int, extra: Sequence[str] = ()) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -234,6 +302,7 @@ def decisiond_cmd(model: str, port: int) -> list[str]:
         "warning",
         "--max-queue",
         "1024",
+        *extra,
     ]
 
 
@@ -297,9 +366,11 @@ async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
     return status
 
 
-async def closed_loop(
+async def drive(
     port: int, requests: list[bytes], questions: list[int], clients: int, seconds: float
-) -> LoadResult:
+) -> tuple[list[float], int, int, float]:
+    """``clients`` closed-loop keep-alive clients for ``seconds``: latencies (ms) of the 200s,
+    errors, questions answered and elapsed seconds."""
     latencies: list[float] = []
     asked = errors = 0
     position = 0
@@ -324,7 +395,13 @@ async def closed_loop(
 
     began = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
-    elapsed = time.perf_counter() - began
+    return latencies, errors, asked, time.perf_counter() - began
+
+
+async def closed_loop(
+    port: int, requests: list[bytes], questions: list[int], clients: int, seconds: float
+) -> LoadResult:
+    latencies, errors, asked, elapsed = await drive(port, requests, questions, clients, seconds)
     latencies.sort()
     cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [latencies[0]] * 99
     return LoadResult(
@@ -340,118 +417,212 @@ async def closed_loop(
     )
 
 
-def run_levels(port: int, workload: str, levels: Sequence[int], seconds: float, with_batches: bool) -> list[LoadResult]:
-    requests, questions = encode_requests(workload, 4000, offset=1_000_000)
-    asyncio.run(closed_loop(port, requests[:50], questions[:50], 2, min(2.0, seconds)))  # warm-up
-    results = []
-    for i, clients in enumerate(levels):
-        before = engine_counts(port) if with_batches else None
-        offset = (i + 1) * 500  # a new slice of states per level: no state repeats within a run
-        result = asyncio.run(closed_loop(port, requests[offset:] + requests[:offset], questions, clients, seconds))
-        after = engine_counts(port) if with_batches else None
-        if before and after and after[0] > before[0]:
-            result.mean_batch = (after[1] - before[1]) / (after[0] - before[0])
-        results.append(result)
+def run_level(port: int, workload: str, clients: int, level: int, seconds: float, with_batches: bool) -> LoadResult:
+    """One concurrency level against one server; level ``level`` uses its own slice of states."""
+    requests, questions = encoded(workload)
+    before = engine_counts(port) if with_batches else None
+    offset = (level + 1) * 500  # a new slice of states per level: no state repeats within a run
+    result = asyncio.run(closed_loop(port, requests[offset:] + requests[:offset], questions, clients, seconds))
+    after = engine_counts(port) if with_batches else None
+    if before and after and after[0] > before[0]:
+        result.mean_batch = (after[1] - before[1]) / (after[0] - before[0])
+    return result
+
+
+def run_level_rounds(
+    ports: dict[str, int], workload: str, clients: int, level: int, seconds: float, rounds: int
+) -> dict[str, LoadResult]:
+    """One concurrency level against every variant, in ``rounds`` windows of ``seconds / rounds``
+    that take turns (variant A, B, ..., A, B, ...), so that a drift of the machine's own load falls
+    on every variant alike; each variant's figures pool its windows."""
+    requests, questions = encoded(workload)
+    offset = (level + 1) * 500
+    pooled: dict[str, list[Any]] = {name: [[], 0, 0, 0.0, 0, 0] for name in ports}
+    for r in range(rounds):
+        for name, port in ports.items():
+            before = engine_counts(port)
+            start_at = (offset + r * 131) % len(requests)
+            latencies, errors, asked, elapsed = asyncio.run(
+                drive(port, requests[start_at:] + requests[:start_at], questions, clients, seconds / rounds)
+            )
+            after = engine_counts(port)
+            acc = pooled[name]
+            acc[0] += latencies
+            acc[1] += errors
+            acc[2] += asked
+            acc[3] += elapsed
+            if before and after:
+                acc[4] += after[0] - before[0]
+                acc[5] += after[1] - before[1]
+    results = {}
+    for name, (latencies, errors, asked, elapsed, batches, served) in pooled.items():
+        latencies.sort()
+        cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [latencies[0]] * 99
+        results[name] = LoadResult(
+            clients,
+            len(latencies),
+            errors,
+            elapsed,
+            len(latencies) / elapsed,
+            asked / elapsed,
+            statistics.median(latencies),
+            cuts[94],
+            cuts[98],
+            served / batches if batches else None,
+        )
     return results
 
 
-# ---------------------------------------------------------------- report
+_ENCODED: dict[str, tuple[list[bytes], list[int]]] = {}
 
 
-def table(model: str, machine: str, report: dict[str, Any]) -> str:
-    lines = [f"model `{model}` on {machine}", ""]
-    for workload, data in report["workloads"].items():
-        c = data["ceiling"]
-        lines += [
-            f"### {workload}",
-            "",
-            f"ceiling: {c['rps']:.1f} requests/s ({c['tokens_per_s']:.0f} tokens/s) at batch {c['batch']}; "
-            f"one forward at batch 1: {c['forward_ms_1']:.1f} ms",
-            "",
-            "| clients | decisiond req/s | questions/s | p50 ms | p95 ms | p99 ms | mean batch | baseline req/s "
-            "| baseline p95 ms | server/ceiling | server/baseline |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-        ]
-        baseline = {r["clients"]: r for r in data.get("baseline", [])}
-        for r in data["server"]:
-            b = baseline.get(r["clients"])
-            mean_batch = f"{r['mean_batch']:.1f}" if r["mean_batch"] else "-"
-            lines.append(
-                f"| {r['clients']} | {r['rps']:.1f} | {r['qps']:.1f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | "
-                f"{r['p99_ms']:.1f} | {mean_batch} | {b['rps'] if b else float('nan'):.1f} | "
-                f"{b['p95_ms'] if b else float('nan'):.1f} | {r['rps'] / c['rps']:.2f} | "
-                f"{(r['rps'] / b['rps']) if b and b['rps'] else float('nan'):.2f} |"
-            )
-        errors = sum(r["errors"] for r in data["server"])
-        lines += ["", f"decisiond errors: {errors}", ""]
-    return "\n".join(lines)
+def encoded(workload: str) -> tuple[list[bytes], list[int]]:
+    if workload not in _ENCODED:
+        _ENCODED[workload] = encode_requests(workload, 4000, offset=1_000_000)
+    return _ENCODED[workload]
 
 
-def plot(report: dict[str, Any], path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    workloads = list(report["workloads"])
-    fig, axes = plt.subplots(2, len(workloads), figsize=(5 * len(workloads), 7), squeeze=False)
-    for col, workload in enumerate(workloads):
-        data = report["workloads"][workload]
-        for name, runs in (("decisiond", data["server"]), ("baseline", data.get("baseline", []))):
-            if runs:
-                x = [r["clients"] for r in runs]
-                axes[0][col].plot(x, [r["rps"] for r in runs], marker="o", label=name)
-                axes[1][col].plot(x, [r["p95_ms"] for r in runs], marker="o", label=name)
-        axes[0][col].axhline(data["ceiling"]["rps"], linestyle="--", color="gray", label="ceiling")
-        axes[0][col].set_title(f"{workload}: requests/s")
-        axes[1][col].set_title(f"{workload}: p95 latency (ms)")
-        for row in (0, 1):
-            axes[row][col].set_xscale("log", base=2)
-            axes[row][col].set_xlabel("concurrent clients")
-            axes[row][col].legend()
-    axes[1][0].set_yscale("log")
-    fig.suptitle(f"decisiond bench: {report['model']} ({report['machine']})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    return True
+def warm_up(port: int, workload: str) -> None:
+    requests, questions = encoded(workload)
+    asyncio.run(closed_loop(port, requests[:50], questions[:50], 2, 2.0))
 
 
-def main() -> int:
+def run_levels(port: int, workload: str, levels: Sequence[int], seconds: float, with_batches: bool) -> list[LoadResult]:
+    warm_up(port, workload)
+    return [run_level(port, workload, c, i, seconds, with_batches) for i, c in enumerate(levels)]
+
+
+def ceiling_threads() -> list[int]:
+    """The server's automatic thread count, and one thread per usable CPU."""
+    from decisiond.threads import choose, usable_cpus
+
+    cpus = usable_cpus()
+    return sorted({choose(cpus)[0], max(1, int(cpus))})
+
+
+def one_client_runner(ports: dict[str, int], workload: str) -> Any:
+    """A ``(variant, seconds) -> (latencies, errors)`` runner for :func:`contention.measure`."""
+    requests, questions = encoded(workload)
+    used = {name: 0 for name in ports}
+
+    def run(name: str, seconds: float) -> tuple[list[float], int]:
+        used[name] += 1
+        offset = 2000 + used[name] * 97  # new states each window
+        latencies, errors, _, _ = asyncio.run(
+            drive(ports[name], requests[offset:] + requests[:offset], questions, 1, seconds)
+        )
+        return latencies, errors
+
+    return run
+
+
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm-l6", help="a model name from models/ (default minilm-l6)")
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
-    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16, 64])
+    parser.add_argument("--clients", type=int, nargs="*", default=[1, 4, 16, 64], help="none: skip the levels")
     parser.add_argument("--seconds", type=float, default=6.0, help="per concurrency level and server")
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64], help="ceiling batch sizes")
     parser.add_argument("--no-baseline", action="store_true", help="skip the per-request baseline")
+    parser.add_argument(
+        "--ceiling-threads",
+        type=int,
+        nargs="+",
+        help="torch thread counts tried for the ceiling (default: the server's policy and every usable CPU)",
+    )
+    parser.add_argument(
+        "--server",
+        action="append",
+        type=Variant.parse,
+        help="a decisiond variant NAME=[VAR=value ...] [flags ...] (repeatable; default: one, as installed); "
+        "variants are measured interleaved, level by level",
+    )
+    parser.add_argument(
+        "--contention", type=int, default=0, metavar="K", help="also measure 1-client latency beside K busy processes"
+    )
+    parser.add_argument("--contention-seconds", type=float, default=4.0, help="per quiet or contended window")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="windows per level and variant (--seconds split among them), and rounds of quiet and contended windows",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench-out")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def run_servers(args: argparse.Namespace, variants: list[Variant], report: dict[str, Any]) -> None:
+    """Every variant at every level (interleaved level by level), then the contention rounds."""
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        ports = {}
+        for v in variants:
+            ports[v.name] = free_port()
+            print(f"{v.name}: starting ...", flush=True)  # noqa: T201
+            procs.append(start(decisiond_cmd(args.model, ports[v.name], v.args), ports[v.name], v.env))
+        for workload in args.workloads:
+            data = report["workloads"][workload]
+            for v in variants:
+                warm_up(ports[v.name], workload)
+            for level, clients in enumerate(args.clients):
+                print(f"{workload} at {clients} clients, {len(variants)} variants ...", flush=True)  # noqa: T201
+                results = run_level_rounds(ports, workload, clients, level, args.seconds, args.rounds)
+                for name, result in results.items():
+                    data["servers"][name].append(asdict(result))
+            if args.contention:
+                print(f"contention: {workload}, {args.contention} busy processes ...", flush=True)  # noqa: T201
+                runner = one_client_runner(ports, workload)
+                data["contention"] = contention.measure(
+                    [v.name for v in variants], runner, args.contention, args.contention_seconds, args.rounds
+                )
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(60)
+
+
+def run_baseline(args: argparse.Namespace, report: dict[str, Any]) -> None:
+    port = free_port()
+    print("baseline: starting ...", flush=True)  # noqa: T201
+    proc = start(baseline_cmd(args.model, port), port)
+    try:
+        for workload in args.workloads:
+            print(f"baseline: {workload} at {args.clients} clients ...", flush=True)  # noqa: T201
+            runs = run_levels(port, workload, args.clients, args.seconds, with_batches=False)
+            report["workloads"][workload]["baseline"] = [asdict(r) for r in runs]
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
+def main() -> int:
+    args = parse_args()
+    variants: list[Variant] = args.server or [Variant("decisiond", {}, [])]
 
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    report: dict[str, Any] = {"model": args.model, "machine": machine, "seconds": args.seconds, "workloads": {}}
+    report: dict[str, Any] = {
+        "model": args.model,
+        "machine": machine,
+        "seconds": args.seconds,
+        "load_before": [round(x, 2) for x in os.getloadavg()],
+        "variants": {v.name: {"env": v.env, "args": v.args} for v in variants},
+        "workloads": {},
+    }
     started = time.perf_counter()
     for workload in args.workloads:  # the ceiling first, with nothing else running
         print(f"ceiling: {workload} ...", flush=True)  # noqa: T201
-        ceiling = measure_ceiling(args.model, workload, args.batches, max(1.0, args.seconds / 3))
-        report["workloads"][workload] = {"ceiling": asdict(ceiling)}
-    servers = [("server", decisiond_cmd)] + ([] if args.no_baseline else [("baseline", baseline_cmd)])
-    for name, make_cmd in servers:
-        port = free_port()
-        print(f"{name}: starting ...", flush=True)  # noqa: T201
-        proc = start(make_cmd(args.model, port), port)
-        try:
-            for workload in args.workloads:
-                print(f"{name}: {workload} at {args.clients} clients ...", flush=True)  # noqa: T201
-                runs = run_levels(port, workload, args.clients, args.seconds, with_batches=name == "server")
-                report["workloads"][workload][name] = [asdict(r) for r in runs]
-        finally:
-            proc.terminate()
-            proc.wait(60)
+        ceiling = measure_ceiling(
+            args.model, workload, args.batches, max(1.0, args.seconds / 3), args.ceiling_threads or ceiling_threads()
+        )
+        report["workloads"][workload] = {"ceiling": asdict(ceiling), "servers": {v.name: [] for v in variants}}
+    run_servers(args, variants, report)
+    if not args.no_baseline and args.clients:
+        run_baseline(args, report)
+    report["load_after"] = [round(x, 2) for x in os.getloadavg()]
     report["wall_s"] = round(time.perf_counter() - started, 1)
     args.out.mkdir(parents=True, exist_ok=True)
-    text = table(args.model, machine, report)
+    text = table(args.model, machine, report) + f"\nload average after the run: {report['load_after']}\n"
     (args.out / "bench.json").write_text(json.dumps(report, indent=2))
     (args.out / "bench.md").write_text(text + "\n")
     plotted = plot(report, args.out / "bench.png")

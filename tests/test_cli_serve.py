@@ -181,3 +181,17 @@ def test_serve_help_lists_the_reliability_flags() -> None:
         "--max-total-tokens",
     ):
         assert flag in text
+
+
+@pytest.mark.slow
+def test_the_thread_policy_is_on_health_and_in_the_start_up_line(tmp_path: Path) -> None:
+    process, url = _start(tmp_path, delay_ms=0, extra=["--threads", "1"])
+    try:
+        chosen = httpx.get(f"{url}/health", timeout=5).json()["threads"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output = process.communicate(timeout=30)[0].decode()
+    assert chosen["intra_op"] == 1 and chosen["inter_op"] == 1 and chosen["source"] == "--threads"
+    assert chosen["wait_policy"] == os.environ.get("OMP_WAIT_POLICY", "PASSIVE")
+    assert chosen["cpus"] >= 1
+    assert "torch threads: 1 intra-op, 1 inter-op (--threads" in output

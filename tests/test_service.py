@@ -45,3 +45,29 @@ async def test_a_client_that_disconnects_frees_its_place_and_is_not_computed() -
     await asyncio.wrap_future(stayed)
     assert backend.calls == [1, 1]  # the cancelled request never reached the model
     engine.close()
+
+
+async def test_an_answer_arrives_while_the_client_stays_and_the_watch_is_cancelled() -> None:
+    """The disconnect watch is one task awaiting the ASGI disconnect (it used to poll every 50 ms):
+    when the answer comes first it is returned and the watch does not outlive the request."""
+    backend = GatedFake()
+    engine = Engine(backend, max_wait_ms=0).start()
+    q = (Question("noul", "?", (Option("false", None), Option("true", None))),)
+    watching = asyncio.Event()
+    stopped = asyncio.Event()
+
+    async def stays() -> None:
+        watching.set()
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            stopped.set()
+
+    ticket = engine.submit(backend.prepare(Work("true", q)))
+    waiting = asyncio.ensure_future(wait_for_readout(ticket, stays))
+    await asyncio.wait_for(watching.wait(), 5)
+    backend.gate.set()
+    readout = await asyncio.wait_for(waiting, 10)
+    assert readout.probabilities[0][1] > 0.5
+    await asyncio.wait_for(stopped.wait(), 5)
+    engine.close()

@@ -14,11 +14,12 @@ for decisions, ``total`` always), is counted in ``/metrics`` and written as one 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import random
 import re
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from pydantic_core import to_json
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -106,14 +108,14 @@ class Runtime:
             log.error("loading failed: %s", self.error, exc_info=True)
 
 
-def get_runtime(request: Request) -> Runtime:
-    """The app's runtime."""
+async def get_runtime(request: Request) -> Runtime:
+    """The app's runtime (async: FastAPI would run a plain function on a thread, per request)."""
     runtime: Runtime = request.app.state.runtime
     return runtime
 
 
-def get_service(runtime: Annotated[Runtime, Depends(get_runtime)]) -> Service:
-    """The ready service.
+async def get_service(runtime: Annotated[Runtime, Depends(get_runtime)]) -> Service:
+    """The ready service (async, like :func:`get_runtime`).
 
     Raises:
         Unavailable: the server is stopping, or the models are still loading or failed to load (503).
@@ -155,7 +157,19 @@ def _request_id(scope: Scope) -> str:
         text = sent.decode("latin-1").strip()
         if _SAFE_ID.fullmatch(text):
             return text
-    return uuid.uuid4().hex
+    return f"{random.getrandbits(128):032x}"  # not a secret: a unique label, without uuid4's urandom call
+
+
+def _until_disconnect(request: Request) -> Any:
+    """A coroutine function returning once the client has gone: the body is read, so the next ASGI
+    message is ``http.disconnect`` (the server sends it when the connection closes, or once the
+    response is complete)."""
+
+    async def gone() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            await asyncio.sleep(0.05)  # a server that answers at once with empty bodies: poll, never spin
+
+    return gone
 
 
 def _server_timing(timings: dict[str, float], total_ms: float) -> bytes:
@@ -335,7 +349,7 @@ def _decision_routes(metrics: Metrics) -> APIRouter:
     router = APIRouter(prefix="/v1")
 
     @router.post("/systemone", response_model=DecisionResponse, responses=_ERRORS, tags=["decisions"], name="decide")
-    async def decide(body: DecisionRequest, request: Request, service: ServiceDep) -> JSONResponse:
+    async def decide(body: DecisionRequest, request: Request, service: ServiceDep) -> Response:
         """Answer typed questions about one state.
 
         Example: ``{"state": "I was charged twice.", "questions": {"refund": {"type": "noul",
@@ -343,12 +357,13 @@ def _decision_routes(metrics: Metrics) -> APIRouter:
         ``{"model": "minilm-l6", "answers": {"refund": {"type": "noul", "noul": 0.71}}, ...}``
         """
         request.state.questions = len(body.questions)
-        decision = await service.decide(body, is_disconnected=request.is_disconnected)
+        decision = await service.decide(body, client_gone=_until_disconnect(request))
         request.state.model = decision.model
         request.state.tokens = decision.input_tokens
         request.state.timings = decision.timings_ms
         metrics.observe_answers(decision.model, [q.type for q in body.questions.values()])
-        return JSONResponse(decision.body)
+        # pydantic-core's encoder: the same bytes as JSONResponse's json.dumps, 6x faster
+        return Response(to_json(decision.body), media_type="application/json")
 
     @router.get("/models", response_model=ModelList, responses=_ERRORS, tags=["models"], name="list_models")
     async def list_models(service: ServiceDep) -> dict[str, Any]:

@@ -330,6 +330,7 @@ def _ask_local(args: argparse.Namespace, model: str | None, request: DecisionReq
     """Load the model, serve it in memory, and ask through the same client as ``--url``."""
     import httpx
 
+    from . import threads
     from .app import create_app
     from .config import Settings
     from .manifest import find_manifest
@@ -338,6 +339,7 @@ def _ask_local(args: argparse.Namespace, model: str | None, request: DecisionReq
     given = {"models_dir": args.models_dir, "device": args.device}
     settings = Settings(max_wait_ms=0, **{k: v for k, v in given.items() if v is not None})
     manifest = find_manifest(model or settings.model[0], settings.models_dir)
+    threads.apply(settings.threads)  # as `serve` does, before the model loads
     service = Service([load_model(manifest, settings)], settings)
 
     async def ask() -> DecisionResponse:

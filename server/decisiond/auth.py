@@ -10,7 +10,7 @@ and never logged or echoed.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from fastapi import Request, Security
 from fastapi.security import HTTPBearer
@@ -35,14 +35,15 @@ def matches(given: str, keys: Sequence[bytes]) -> bool:
     return found
 
 
-def bearer_auth(keys: Sequence[str]) -> Callable[..., None]:
+def bearer_auth(keys: Sequence[str]) -> Callable[..., Awaitable[None]]:
     """The dependency that admits ``Authorization: Bearer <key>`` for one of ``keys``.
 
     Args:
         keys (Sequence[str]): at least one configured key.
 
     Returns:
-        Callable[..., None]: a FastAPI dependency.
+        Callable[..., Awaitable[None]]: a FastAPI dependency (async: a plain function would be run
+        on a thread for every request).
 
     Raises:
         ValueError: ``keys`` is empty (auth off means: do not attach the dependency).
@@ -51,7 +52,7 @@ def bearer_auth(keys: Sequence[str]) -> Callable[..., None]:
         raise ValueError("bearer auth needs at least one key")
     encoded = [key.encode("utf-8") for key in keys]
 
-    def require_key(request: Request, _: object = Security(BEARER)) -> None:
+    async def require_key(request: Request, _: object = Security(BEARER)) -> None:
         header = request.headers.get("authorization")
         if header is None or not header.strip():
             raise AuthenticationError("an API key is required: send Authorization: Bearer <key>", status=403)

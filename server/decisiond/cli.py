@@ -27,7 +27,7 @@ from . import __version__, logs
 from .ask import add_ask_parser, run_ask
 from .cassette import CassetteError
 from .cli_parser import Parser, describe_settings_error, port
-from .config import Settings, hf_offline_env, read_env
+from .config import Settings, hf_offline_env, quiet_openmp_env, read_env
 from .manifest import Manifest, ManifestError, embedded_default, find_manifest, read_manifests
 from .model_names import name_table
 
@@ -82,6 +82,12 @@ def _add_serve(sub: Any) -> None:
         help="micro-batch gathering window under load, in ms (default 8; a lone request never waits)",
     )
     serve.add_argument("--max-queue", type=int, help="requests waiting before 529 (default 256)")
+    serve.add_argument(
+        "--threads",
+        type=int,
+        help="torch intra-op threads (default: one per CPU this process may use, less one for the event loop "
+        "from 4 CPUs up; an OMP_NUM_THREADS you set is kept)",
+    )
     serve.add_argument("--request-timeout-s", type=float, help="longest queue wait before 529 (default 30)")
     serve.add_argument("--max-body-bytes", type=int, help="largest request body, 413 above (default 16 MiB)")
     serve.add_argument("--max-questions", type=int, help="questions per request (default 512)")
@@ -283,12 +289,15 @@ def serve(settings: Settings) -> int:
     models folder, a port in use, an unknown model, unreadable keys)."""
     import uvicorn
 
+    from . import threads
     from .app import create_app
 
     if problem := models_dir_problem(settings):
         log.error("%s", problem)
         return 2
     try:
+        policy = threads.apply(settings.threads)  # before the model loads: torch's first parallel work
+        log.info("%s", policy.describe(), extra={"fields": {"threads": policy.as_dict()}})
         manifests = _resolve_manifests(settings)
         if manifests:  # an --alias that names no served model is a configuration error, before binding
             name_table([m.names() for m in manifests], settings.aliases, strict=settings.strict_models)
@@ -370,6 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``decisiond`` console script."""
+    quiet_openmp_env()  # before anything imports torch: OpenMP reads these once, when it loads
     hf_offline_env()
     args = build_parser().parse_args(argv)
     if args.command == "models":

@@ -8,6 +8,7 @@ overridden by command-line flags (``decisiond serve --help``). Nothing else in t
 from __future__ import annotations
 
 import os
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -62,6 +63,9 @@ class Settings(BaseSettings):
     )
     max_queue: int = Field(default=256, ge=1, description="requests waiting before 529")
     request_timeout_s: float = Field(default=30.0, gt=0.0, description="longest wait in the queue before 529")
+    threads: int | None = Field(
+        default=None, ge=1, le=1024, description="torch intra-op threads; default: per usable CPU (threads.py)"
+    )
 
     max_images: int = Field(default=16, ge=0, description="images per request, both wire shapes together")
     max_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1, description="bytes of one decoded image file")
@@ -158,3 +162,28 @@ def hf_offline_env() -> None:
     """Force the Hugging Face libraries offline: weights are never downloaded at run time."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+#: Thread variables decisiond sets, unless the user set them, before torch is imported: waiting
+#: OpenMP threads sleep instead of spinning (libgomp, and Intel's runtime), and the tokenizers'
+#: Rust thread pool stays off (texts are tokenised on the model thread, one micro-batch per call).
+#: See :mod:`decisiond.threads`.
+OPENMP_DEFAULTS = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0", "TOKENIZERS_PARALLELISM": "false"}
+#: The variables :func:`openmp_env` reports.
+OPENMP_VARS = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "KMP_BLOCKTIME", "TOKENIZERS_PARALLELISM")
+
+
+def quiet_openmp_env() -> bool:
+    """Set :data:`OPENMP_DEFAULTS` where the user has not, before torch (and its OpenMP runtime,
+    which reads them once at load) is imported. Returns False, setting nothing, when torch is
+    already imported: the variables would no longer take effect, and reporting them would lie."""
+    if "torch" in sys.modules:
+        return False
+    for name, value in OPENMP_DEFAULTS.items():
+        os.environ.setdefault(name, value)
+    return True
+
+
+def openmp_env() -> dict[str, str]:
+    """The OpenMP variables of :data:`OPENMP_VARS` that are set (by the user or by decisiond)."""
+    return {name: os.environ[name] for name in OPENMP_VARS if os.environ.get(name, "").strip()}

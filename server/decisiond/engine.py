@@ -6,7 +6,10 @@ full: 529, stopping: 503, both ``overloaded_error``) and returns a :class:`Ticke
 model thread blocks for the first waiting request, gathers more for up to ``max_wait_ms`` (0: take
 what is queued) within a token budget of ``max_batch_tokens``, drops what was cancelled or waited
 past ``request_timeout_s``, runs the backend once for the micro-batch, runs the readout for every
-question of the batch at once, and resolves each future with its own slice. A failed batch fails
+question of the batch at once, and resolves each future with its own slice. Before the forward
+pass the backend completes the micro-batch (:meth:`~decisiond.backends.base.Backend.complete`:
+one tokeniser call for every request's texts); a request it refuses (over a token limit) fails
+alone with that error. A failed batch fails
 its requests only; the thread lives on (Kev's ``Server``, LitServe's batching loop).
 
 Faults: a batch that runs out of device memory is split in halves and each half retried, down to
@@ -283,8 +286,26 @@ class Engine:
         self._batch_started = time.monotonic()
         for job in batch:
             job.future.queue_ms = (self._batch_started - job.submitted) * 1000.0
-        self._run_part(batch)
+        live = self._complete(batch)
+        if live:
+            self._run_part(live)
         self._running = []
+
+    def _complete(self, batch: list[_Job]) -> list[_Job]:
+        """The backend's model-thread stage for the whole batch; fail the requests it refuses."""
+        try:
+            refused = self.backend.complete([job.prepared for job in batch])
+        except Exception as exc:
+            self._fail(batch, exc, out_of_memory=False)
+            return []
+        live = []
+        for job, error in zip(batch, refused, strict=True):
+            if error is None:
+                live.append(job)
+            else:
+                self._stamp(job, len(batch))
+                job.future.set_exception(error)
+        return live
 
     def _stamp(self, job: _Job, batch_size: int) -> None:
         """Record the model time of ``job`` before its future is resolved (the caller reads it then)."""

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from . import threads
+
 if TYPE_CHECKING:
     from .app import Runtime
 
@@ -34,7 +36,8 @@ def add_probes(app: FastAPI, *, show_detail: bool) -> None:
 
     @app.get("/health", tags=["operations"], name="health")
     async def health(request: Request) -> JSONResponse:
-        """``loading`` until the model is ready, then ``ok`` with the model, device and dtype; ``error``
+        """``loading`` until the model is ready, then ``ok`` with the model, device, dtype and the torch
+        thread policy (:mod:`decisiond.threads`); ``error``
         (503) when loading failed or a model thread died; ``stopping`` (503) after SIGTERM. With API
         keys configured, only ``{"status": ...}``."""
         runtime: Runtime = request.app.state.runtime
@@ -76,6 +79,7 @@ def _health_detail(runtime: Runtime) -> dict[str, Any]:
         "model": default.name,
         "device": info.device,
         "dtype": info.dtype,
+        "threads": policy.as_dict() if (policy := threads.applied()) is not None else None,
         "models": [
             {
                 "name": served.name,

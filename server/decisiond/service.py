@@ -127,26 +127,37 @@ def start_engine(backend: Backend, settings: Settings) -> Engine:
     ).start()
 
 
-#: How often a waiting request checks whether its client is still there (seconds).
-DISCONNECT_POLL_S = 0.05
-
-
-async def wait_for_readout(future: Future[Readout], is_disconnected: Callable[[], Awaitable[bool]] | None) -> Readout:
+async def wait_for_readout(future: Future[Readout], client_gone: Callable[[], Awaitable[Any]] | None) -> Readout:
     """Await the engine's answer; cancel the queued work if the client goes away first.
+
+    Args:
+        future (Future[Readout]): the engine's ticket.
+        client_gone (Callable, optional): a coroutine function that returns once the client has
+            gone (the app's waits for the ASGI ``http.disconnect`` message). It runs beside the
+            wait, as one task: nothing is polled.
 
     Raises:
         ClientGone: the client disconnected before the model ran the request.
     """
     wrapped = asyncio.wrap_future(future)
-    if is_disconnected is None:
+    if client_gone is None:
         return await wrapped
-    while True:
-        done, _ = await asyncio.wait({wrapped}, timeout=DISCONNECT_POLL_S)
-        if done:
-            return wrapped.result()
-        if await is_disconnected():
-            future.cancel()  # a no-op once the model thread has taken it; then the answer is dropped
-            raise ClientGone("the client disconnected while the request was queued")
+    watcher = asyncio.ensure_future(client_gone())
+    try:
+        await asyncio.wait((wrapped, watcher), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+    if wrapped.done() or watcher.cancelled() or watcher.exception() is not None:
+        return await wrapped  # answered, or the watch itself failed: the answer still comes
+    future.cancel()  # a no-op once the model thread has taken it; then the answer is dropped
+    wrapped.cancel()
+    raise ClientGone("the client disconnected while the request was queued")
+
+
+#: A text state up to this many characters is rendered on the event loop for a backend whose
+#: ``prepare`` only renders (a few microseconds: less than the hop to a thread); longer or
+#: structured states, and images, are prepared on a thread.
+INLINE_STATE_CHARS = 20_000
 
 
 class Service:
@@ -233,7 +244,8 @@ class Service:
 
     def _prepare(self, request: DecisionRequest, served: ServedModel) -> Prepared:
         """The request-thread stage: decode images (only for a model that reads them), render,
-        and let the backend prepare. Runs in the thread pool, never on the event loop.
+        and let the backend prepare. Runs in the thread pool, or on the event loop when
+        :meth:`_inline` says it is only rendering.
 
         Raises:
             ApiUsageError: an image is refused (see :mod:`decisiond.media`).
@@ -245,20 +257,32 @@ class Service:
         work = Work(request.state, to_questions(request), images, question_ids=tuple(request.questions))
         return served.backend.prepare(work)
 
+    @staticmethod
+    def _inline(request: DecisionRequest, served: ServedModel) -> bool:
+        """Whether preparing ``request`` is cheap enough for the event loop (see :data:`INLINE_STATE_CHARS`)."""
+        backend = served.backend
+        return (
+            backend.light_prepare
+            and "image" not in backend.modalities
+            and isinstance(request.state, str)
+            and len(request.state) <= INLINE_STATE_CHARS
+        )
+
     async def decide(
-        self, request: DecisionRequest, *, is_disconnected: Callable[[], Awaitable[bool]] | None = None
+        self, request: DecisionRequest, *, client_gone: Callable[[], Awaitable[Any]] | None = None
     ) -> Decision:
         """Answer one validated request.
 
         Args:
             request (DecisionRequest): schema-valid.
-            is_disconnected (Callable, optional): polled while the request waits for the model; once it
-                says the client is gone, the queued work is cancelled so it is never computed.
+            client_gone (Callable, optional): a coroutine function returning once the client has gone;
+                then the queued work is cancelled so it is never computed (see :func:`wait_for_readout`).
 
         Raises:
             ApiUsageError: a semantic limit, an unknown model, a question type the model does not
                 answer, unreadable media (400).
-            MaxTokensExceeded: over a token budget (400).
+            MaxTokensExceeded: over a token budget (400; for a ``light_prepare`` backend, found on
+                the model thread and raised from the ticket).
             Overloaded: queue full or waited too long (529).
             Unavailable: stopping, or out of device memory (503).
             InternalError: the model failed, or its thread has died (500).
@@ -274,11 +298,14 @@ class Service:
         served = self.resolve(request.model)
         self.check_question_types(request, served)
         self.check_media(request, served)
-        prepared = await run_in_threadpool(self._prepare, request, served)
+        if self._inline(request, served):
+            prepared = self._prepare(request, served)
+        else:
+            prepared = await run_in_threadpool(self._prepare, request, served)
         work = prepared.work
         queued = time.perf_counter()
         ticket = served.engine.submit(prepared)
-        readout = await wait_for_readout(ticket, is_disconnected)
+        readout = await wait_for_readout(ticket, client_gone)
         done = time.perf_counter()
         body = {
             "model": served.name,

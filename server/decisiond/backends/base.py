@@ -4,6 +4,8 @@ A backend knows how to load and run one model family; it knows nothing of the qu
 (TGI's split of model code from the batching loop). Work is staged (LitServe, infinity):
 :meth:`Backend.prepare` runs on a request thread (tokenise, check token limits, count usage) and
 :meth:`Backend.forward` runs on the engine's model thread over a micro-batch of prepared requests.
+A backend whose ``prepare`` only renders (:attr:`Backend.light_prepare`) tokenises in
+:meth:`Backend.complete` instead, on the model thread, one call for the whole micro-batch.
 """
 
 from __future__ import annotations
@@ -114,6 +116,10 @@ class Backend(ABC):
     family: ClassVar[str] = "abstract"
     #: The question types this backend answers (``noul``, ``choice``, ``score``, ``box``).
     question_types: ClassVar[frozenset[str]] = frozenset({"noul", "choice", "score"})
+    #: True when :meth:`prepare` only renders text (microseconds, no tokeniser): the service then
+    #: calls it on the event loop instead of hopping to a thread, and the tokenising, the exact
+    #: token counts and the token-limit checks happen in :meth:`complete` on the model thread.
+    light_prepare: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -144,6 +150,18 @@ class Backend(ABC):
             MaxTokensExceeded: the request is over a token budget.
             ApiUsageError: the request asks something this backend cannot read.
         """
+
+    def complete(self, batch: Sequence[Prepared]) -> list[Exception | None]:
+        """Model-thread stage before :meth:`forward`, over a whole micro-batch at once: tokenise
+        what :meth:`prepare` left undone, set each request's ``input_tokens`` and ``cost``, check
+        the token limits. Requests already completed are left as they are.
+
+        Returns:
+            list[Exception | None]: per request, in order, None or the error that refuses it alone
+            (:class:`~decisiond.errors.MaxTokensExceeded`); the engine fails those requests and
+            runs the rest. The default has nothing to do.
+        """
+        return [None] * len(batch)
 
     @abstractmethod
     def forward(self, batch: Sequence[Prepared]) -> torch.Tensor:

@@ -2,48 +2,59 @@
 
 The state is embedded once per request, whatever the number of questions; every slot text
 (built by :class:`~decisiond.render.SlotTemplates` from the instructions and the option, level or
-noul side) is embedded once and kept in a bounded LRU. A text longer than the window is read in
-overlapping windows whose embeddings are pooled (:mod:`.windows`). The readout divides the cosine
-by the manifest's temperature.
+noul side) is embedded once and kept in a bounded LRU. :meth:`BiEncoderBackend.prepare` only
+renders the texts; :meth:`BiEncoderBackend.complete` tokenises a whole micro-batch's states and
+new slot texts in one tokenizer call on the model thread (slot texts' token ids are kept too).
+A text longer than the window is read in overlapping windows whose embeddings are pooled
+(:mod:`.windows`). The readout divides the cosine by the manifest's temperature.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+from cachetools import LRUCache
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from ..cache import TensorLRU
 from ..config import Settings
+from ..errors import MaxTokensExceeded
 from ..manifest import Manifest
 from ..render import SlotTemplates, to_text
 from .base import Backend, Prepared, TokenLimits, Work
 from .padding import pad, run_sorted
 from .windows import pool_windows, split_windows
 
+#: Distinct slot texts whose token windows (and token counts) are kept between requests.
+SLOT_TOKEN_ENTRIES = 20_000
 
-@dataclass(frozen=True)
+
+@dataclass
 class BiEncoderFeatures:
-    """Token ids of one request.
+    """The texts of one request, and their token ids once :meth:`BiEncoderBackend.complete` ran.
 
     Attributes:
-        state_windows (list[list[int]]): the state's windows, special tokens included.
+        state_text (str): the state as the model reads it.
         slot_texts (list[str]): every slot's text, in slot order.
-        slot_windows (dict[str, list[list[int]]]): the windows of each distinct slot text.
+        state_windows (list[list[int]] | None): the state's windows, special tokens included.
+        slot_windows (dict[str, list[list[int]]] | None): the windows of each distinct slot text.
     """
 
-    state_windows: list[list[int]]
+    state_text: str
     slot_texts: list[str]
-    slot_windows: dict[str, list[list[int]]]
+    state_windows: list[list[int]] | None = None
+    slot_windows: dict[str, list[list[int]]] | None = None
 
 
 class BiEncoderBackend(Backend):
     """Cosine similarity of mean-pooled, normalised embeddings.
+
+    ``prepare`` renders only (``light_prepare``); the tokenizer runs on the model thread alone, so
+    it needs no lock.
 
     Args:
         model (PreTrainedModel): an encoder whose output has ``last_hidden_state`` ``[B, T, d]``.
@@ -58,6 +69,7 @@ class BiEncoderBackend(Backend):
     """
 
     family = "bi_encoder"
+    light_prepare = True
 
     def __init__(
         self,
@@ -84,7 +96,9 @@ class BiEncoderBackend(Backend):
         self.templates = templates or SlotTemplates()
         self.encode_tokens = encode_tokens
         self.cache: TensorLRU[str] = TensorLRU(cache_entries, cache_bytes)
-        self._tokenizer_lock = threading.Lock()  # fast tokenizers are not safe to share across threads
+        # model thread only: slot text -> windows; the counts are read by prepare (dict reads are atomic)
+        self._slot_windows: LRUCache[str, list[list[int]]] = LRUCache(SLOT_TOKEN_ENTRIES)
+        self._slot_tokens: dict[str, int] = {}
         self._cls = [tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else []
         self._sep = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else []
         self._pad = tokenizer.pad_token_id or 0
@@ -119,8 +133,8 @@ class BiEncoderBackend(Backend):
     # ---------------------------------------------------------------- CPU stage
 
     def _windows(self, texts: list[str]) -> list[list[list[int]]]:
-        with self._tokenizer_lock:
-            encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        """Token windows of ``texts``, one tokenizer call (model thread)."""
+        encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
         specials = len(self._cls) + len(self._sep)
         return [
             [
@@ -130,18 +144,58 @@ class BiEncoderBackend(Backend):
             for ids in encoded
         ]
 
+    def _estimate(self, text: str) -> int:
+        """Tokens of ``text`` before it is tokenised, for the batch budget: its characters (a word
+        piece holds at least one) plus each window's specials; a slot text seen before counts exactly."""
+        known = self._slot_tokens.get(text)
+        if known is not None:
+            return known
+        specials = len(self._cls) + len(self._sep)
+        return len(text) + specials * (1 + len(text) // max(1, self.window - self.overlap - specials))
+
     def prepare(self, work: Work) -> Prepared:
-        """Tokenise the state and every slot text; count tokens (each window with its specials)."""
+        """Render the state and every slot text; estimate the tokens for the batch budget. The
+        tokenising, the exact counts and the token limits come in :meth:`complete`."""
         slot_texts = [text for q in work.questions for text in self.templates.slot_texts(q)]
-        distinct = list(dict.fromkeys(slot_texts))
-        windows = self._windows([to_text(work.state), *distinct])
-        state_windows, slot_windows = windows[0], dict(zip(distinct, windows[1:], strict=True))
+        state_text = to_text(work.state)
+        cost = self._estimate(state_text) + sum(self._estimate(text) for text in dict.fromkeys(slot_texts))
+        return Prepared(work, input_tokens=0, cost=cost, features=BiEncoderFeatures(state_text, slot_texts))
+
+    def complete(self, batch: Sequence[Prepared]) -> list[Exception | None]:
+        """Tokenise every state and every slot text not seen before of the micro-batch in one call;
+        set each request's exact ``input_tokens`` and ``cost``; refuse those over a token limit."""
+        todo = [p for p in batch if p.features.state_windows is None]
+        known: dict[str, list[list[int]]] = {}
+        for p in todo:
+            for text in p.features.slot_texts:
+                if text not in known and (windows := self._slot_windows.get(text)) is not None:
+                    known[text] = windows
+        new = list(dict.fromkeys(t for p in todo for t in p.features.slot_texts if t not in known))
+        windows = self._windows([p.features.state_text for p in todo] + new)
+        for text, text_windows in zip(new, windows[len(todo) :], strict=True):
+            known[text] = self._slot_windows[text] = text_windows
+            if len(self._slot_tokens) >= SLOT_TOKEN_ENTRIES:
+                self._slot_tokens.clear()
+            self._slot_tokens[text] = sum(len(w) for w in text_windows)
+        errors: dict[int, Exception] = {}
+        for p, state_windows in zip(todo, windows, strict=False):
+            try:
+                self._count(p, state_windows, known)
+            except MaxTokensExceeded as exc:
+                errors[id(p)] = exc
+        return [errors.get(id(p)) for p in batch]
+
+    def _count(self, prepared: Prepared, state_windows: list[list[int]], known: dict[str, list[list[int]]]) -> None:
+        """Attach the windows, count the tokens (each window with its specials), check the limits."""
+        features: BiEncoderFeatures = prepared.features
+        slot_windows = {text: known[text] for text in dict.fromkeys(features.slot_texts)}
         state_tokens = sum(len(w) for w in state_windows)
         slot_tokens = {text: sum(len(w) for w in ws) for text, ws in slot_windows.items()}
-        total = state_tokens + sum(slot_tokens[text] for text in slot_texts)
+        total = state_tokens + sum(slot_tokens[text] for text in features.slot_texts)
         self.limits.check(state_tokens, total)
-        features = BiEncoderFeatures(state_windows, slot_texts, slot_windows)
-        return Prepared(work, input_tokens=total, cost=state_tokens + sum(slot_tokens.values()), features=features)
+        features.state_windows, features.slot_windows = state_windows, slot_windows
+        prepared.input_tokens = total
+        prepared.cost = state_tokens + sum(slot_tokens.values())
 
     # ---------------------------------------------------------------- model stage
 
@@ -177,12 +231,20 @@ class BiEncoderBackend(Backend):
 
     @torch.inference_mode()
     def forward(self, batch: Sequence[Prepared]) -> torch.Tensor:
-        """States and uncached slot texts embedded in one pass; cosines gathered by index."""
+        """States and uncached slot texts embedded in one pass; cosines gathered by index.
+
+        Raises:
+            MaxTokensExceeded: a request of ``batch`` had not been completed and is over a limit.
+        """
+        for error in self.complete(batch):  # a no-op after the engine's complete()
+            if error is not None:
+                raise error
         features: list[BiEncoderFeatures] = [p.features for p in batch]
-        windows_of = {text: ws for f in features for text, ws in f.slot_windows.items()}
+        windows_of = {text: ws for f in features for text, ws in (f.slot_windows or {}).items()}
         found = {text: self.cache.get(text) for text in windows_of}  # distinct texts of the batch
         missing = [text for text, vector in found.items() if vector is None]
-        embedded = self._embed_texts([f.state_windows for f in features] + [windows_of[t] for t in missing])
+        state_windows = [f.state_windows or [] for f in features]
+        embedded = self._embed_texts(state_windows + [windows_of[t] for t in missing])
         states = embedded[: len(features)]  # [B, d]
         for text, vector in zip(missing, embedded[len(features) :], strict=True):
             found[text] = vector
