@@ -46,7 +46,10 @@ class PointerHeadBackend(Backend):
         head (PointerHead): float32.
         renderer (Renderer): the family's rendering.
         hybrid (bool): the trunk has recurrent layers (packed isolation refused).
-        isolation (Isolation, optional): see the module docstring. Defaults to ``auto``.
+        isolation (Isolation, optional): see the module docstring. Defaults to ``auto``: packed
+            on attention-only bases, prefix on hybrid or sliding-window ones.
+        sliding (bool, optional): the trunk has sliding-window layers, whose window a packed
+            block mask would replace (packed isolation refused). Defaults to False.
         temperatures (dict[str, float], optional): per question type. Defaults to 1 for each.
         family_limits (dict[str, int], optional): max_state_tokens, max_branch_tokens,
             max_prompt_tokens the checkpoint declares.
@@ -55,7 +58,7 @@ class PointerHeadBackend(Backend):
         **kwargs: device, dtype, limits for :class:`Backend`.
 
     Raises:
-        ValueError: packed isolation on a hybrid base.
+        ValueError: packed isolation on a hybrid or sliding-window base.
     """
 
     family = "pointer_head"
@@ -72,15 +75,21 @@ class PointerHeadBackend(Backend):
         family_limits: dict[str, int] | None = None,
         pad_id: int = 0,
         prefix_cache_entries: int = 8,
+        sliding: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if isolation == "auto":
-            isolation = "prefix" if hybrid else "packed"
+            isolation = "prefix" if hybrid or sliding else "packed"
         if isolation == "packed" and hybrid:
             raise ValueError(
                 'isolation "packed" needs an attention-only base; a hybrid base\'s recurrent layers ignore masks '
                 '(use isolation "prefix" or "rows")'
+            )
+        if isolation == "packed" and sliding:
+            raise ValueError(
+                'isolation "packed" would replace the sliding window of this base\'s sliding-window layers with '
+                'one block mask (use isolation "prefix" or "rows")'
             )
         self.isolation: Isolation = isolation
         self.hybrid = hybrid
@@ -130,6 +139,7 @@ class PointerHeadBackend(Backend):
             family_limits=loaded.limits,
             pad_id=int(pad) if pad is not None else 0,
             prefix_cache_entries=options.prefix_cache_entries,
+            sliding=loaded.sliding,
             device=device,
             dtype=dtype,
             limits=limits,

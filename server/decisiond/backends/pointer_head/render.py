@@ -20,71 +20,70 @@ from transformers import PreTrainedTokenizerBase
 
 from ...errors import ApiUsageError
 from ...manifest import ManifestError
-from ...render import Question
+from ...render import Option, Question
 from ..base import Work
 from .families import StrandsTemplate
 
-#: A delimiter-shaped string in user text: ``<|NAME|>``.
-_DELIMITER = re.compile(r"<\|([^<>|]*)\|>")
+#: A delimiter-shaped string in user text that Kev rewrites: ``<|NAME|>`` where NAME is letters,
+#: digits and underscores only (Kev's ``kev/model.py`` ``user_tokens``); ``<|a-b|>`` and ``<||>`` stay.
+_DELIMITER = re.compile(r"<\|([A-Za-z0-9_]+)\|>")
 
 
 def escape(text: str) -> str:
     """Defuse delimiter strings in user text: ``<|NAME|>`` becomes ``<¦NAME¦>`` (U+00A6).
 
-    Source: spec/pointer-head.md ("so a caller cannot forge a delimiter").
+    Only names of ASCII letters, digits and underscores are rewritten, as Kev's own ``user_tokens``
+    does (``kev/model.py``); other ``<|...|>`` text is read as is.
 
     Example:
-        >>> escape("a <|fim_suffix|> b")
-        'a <¦fim_suffix¦> b'
+        >>> escape("a <|fim_suffix|> b <|a-b|>")
+        'a <¦fim_suffix¦> b <|a-b|>'
     """
     return _DELIMITER.sub("<\u00a6\\1\u00a6>", text)
 
 
-def _scalar(value: Any) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else str(value)
+def flatten(value: Any, depth: int = 0) -> str:
+    """Kev/OpenJev text of a JSON value, as Kev's ``kev/api.py`` ``render`` writes it.
 
-
-def _lines(value: Any, pad: str) -> list[str]:
-    """YAML-like lines of a dict or list, nested containers indented by two spaces."""
-    items = value.items() if isinstance(value, dict) else (("-", v) for v in value)
-    lines: list[str] = []
-    for key, item in items:
-        head = f"{pad}{key}" if key == "-" and isinstance(value, list) else f"{pad}{key}:"
-        if isinstance(item, dict | list) and item:
-            lines.append(head)
-            lines.extend(_lines(item, pad + "  "))
-        elif isinstance(item, dict | list):
-            lines.append(head)
-        else:
-            lines.append(f"{head} {_scalar(item)}")
-    return lines
-
-
-def flatten(value: Any) -> str:
-    """Kev/OpenJev text: strings as is (not stripped), numbers and booleans with ``str``, None as
-    "", a list as ``- item`` lines, a dict as ``key: value`` lines, nesting indented by two
-    spaces, lines joined by ``"\\n"``.
+    A string as is (not stripped); a number or boolean with Python's ``str`` (``True``, ``1.0``);
+    None as ""; a list as ``- item`` lines, each item's own text starting on its dash line (its
+    leading whitespace dropped, so an object item reads ``- key: value`` and its other keys follow
+    indented); an object as ``key: value`` lines, a nested object or list as ``key:`` followed by
+    its lines one level deeper (an empty one: ``key:`` and an empty line). ``depth`` is the
+    nesting level, two spaces each.
 
     Example:
-        >>> flatten({"plan": "pro", "seats": 3, "flags": [True, None], "owner": {"name": "Ada"}})
-        'plan: pro\\nseats: 3\\nflags:\\n  - True\\n  - \\nowner:\\n  name: Ada'
+        >>> flatten({"plan": "pro", "flags": [True, None], "rows": [{"a": 1, "b": 2}], "none": {}})
+        'plan: pro\nflags:\n  - True\n  - \nrows:\n  - a: 1\n    b: 2\nnone:\n'
     """
-    if isinstance(value, dict | list):
-        return "\n".join(_lines(value, ""))
-    return _scalar(value)
+    pad = "  " * depth
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return "\n".join(f"{pad}- {flatten(item, depth + 1).lstrip()}" for item in value)
+    if isinstance(value, dict):
+        lines = []
+        for key, item in value.items():
+            nested = isinstance(item, dict | list)
+            lines.append(f"{pad}{key}:\n{flatten(item, depth + 1)}" if nested else f"{pad}{key}: {flatten(item)}")
+        return "\n".join(lines)
+    return str(value)
 
 
 def strands_text(value: Any) -> str:
-    """strands-decider text: strings stripped, objects and lists as indented JSON, None as ""."""
+    """strands-decider text (``prompting.render_content``): a string stripped, an object or list as
+    JSON indented by two spaces with non-ASCII kept, None as ""."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value.strip()
-    if isinstance(value, dict | list):
-        return json.dumps(value, indent=2, ensure_ascii=False)
-    return json.dumps(value)
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def one_line(text: str) -> str:
+    """A description collapsed to one line: runs of whitespace become one space, ends trimmed
+    (strands-decider ``_option_block``, so that an option is exactly one line)."""
+    return " ".join(text.split())
 
 
 @dataclass(frozen=True)
@@ -127,19 +126,21 @@ class Renderer(Protocol):
         ...
 
 
+def _option_text(name: str, description: Any) -> str:
+    """``name`` alone when the description is null or the empty string, else ``"name: <text>"``."""
+    return name if description is None or description == "" else f"{name}: {flatten(description)}"
+
+
 def option_texts(question: Question) -> list[str]:
-    """Kev/OpenJev option texts (before escaping): noul ``no``/``yes`` (``"no: <false
-    description>"`` when described), choice the key or ``"key: <description>"``, score the
-    level texts."""
+    """Kev/OpenJev option texts (before escaping), as Kev's ``kev/api.py`` ``to_record`` builds them:
+    noul ``no``/``yes`` (``"no: <false description>"`` when described), choice the key or
+    ``"key: <description>"``, score the level texts. A null or empty-string description shows the
+    bare name."""
     if question.kind == "noul":
-        texts = []
-        for option, word in zip(question.options, ("no", "yes"), strict=True):
-            described = flatten(option.description) if option.description is not None else ""
-            texts.append(f"{word}: {described}" if described else word)
-        return texts
+        return [_option_text(word, o.description) for o, word in zip(question.options, ("no", "yes"), strict=True)]
     if question.kind == "score":
         return [flatten(option.description) for option in question.options]
-    return [o.key if o.description is None else f"{o.key}: {flatten(o.description)}" for o in question.options]
+    return [_option_text(option.key, option.description) for option in question.options]
 
 
 class DelimitedRenderer:
@@ -203,10 +204,12 @@ class DelimitedRenderer:
 class StrandsRenderer:
     """strands-decider: a plain-text prompt per question, keys found through offsets.
 
-    The state block and each question block are tokenized separately (the block boundary follows
-    a newline, where Qwen's pre-tokenizer splits anyway), so the state's ids are shared by every
-    question. The query is the prompt's last token; option j's key is the last token lying wholly
-    inside option j's line.
+    Follows ``strands_decider/prompting.py`` and ``infer.py`` of strands-decider 0.2.0. The state
+    block is tokenized with the tokenizer's special tokens (a BOS where the checkpoint's tokenizer,
+    or ``force_bos``, adds one), each question block without; the question blocks follow the state
+    block, so the state's ids are shared by every question. User text is not escaped: a
+    ``<|...|>`` in it reads as the tokenizer reads it, as upstream. The query is the prompt's last
+    token; option j's key is the last token lying wholly inside option j's line.
 
     Args:
         tokenizer (PreTrainedTokenizerBase): a fast tokenizer (offset mappings needed).
@@ -220,26 +223,30 @@ class StrandsRenderer:
         self.template = template
         self._lock = threading.Lock()
 
+    def _description(self, question: Question, option: Option) -> str:
+        if question.kind == "noul" and not option.given:
+            return self.template.noul_descriptions[option.key]
+        return one_line(strands_text(option.description))
+
     def question_text(self, question: Question) -> tuple[str, list[tuple[int, int]]]:
         """The question block and the character span of each option line in it."""
         t = self.template
-        lines = [t.question_open.format(kind=question.kind), t.headers[question.kind]]
-        instructions = escape(strands_text(question.instructions))
-        if instructions:
-            lines.append(instructions)
-        text = "\n".join(lines) + "\n"
+        text = "\n".join(
+            [t.question_open.format(kind=question.kind), t.headers[question.kind], strands_text(question.instructions)]
+        )
+        text += "\n" + t.options_open + "\n"
         spans = []
         for number, option in enumerate(question.options, start=1):
-            name = escape(option.key)
-            if question.kind == "noul" and option.description is None:
-                description = t.noul_descriptions[option.key]
-            else:
-                description = escape(strands_text(option.description))
+            description = self._description(question, option)
             pattern = t.option_line if description else t.option_line_bare
-            line = pattern.format(number=number, name=name, description=description)
+            line = pattern.format(number=number, name=option.key, description=description)
             spans.append((len(text), len(text) + len(line)))
             text += line + "\n"
-        return text + t.question_close, spans
+        return text + t.options_close + "\n" + t.question_close, spans
+
+    def state_text(self, state: Any) -> str:
+        """The state block every question's prompt starts with."""
+        return self.template.state_block.format(state=strands_text(state))
 
     def layout(self, work: Work) -> Layout:
         """Token ids of the state block, then each question block, with query and key indices.
@@ -247,17 +254,17 @@ class StrandsRenderer:
         Raises:
             ApiUsageError: an option line yields no token of its own.
         """
-        state_text = self.template.state_block.format(state=escape(strands_text(work.state)))
         blocks = [self.question_text(q) for q in work.questions]
-        with self._lock:
+        with self._lock:  # a fast tokenizer is not safe to share across threads
+            state = self.tokenizer(self.state_text(work.state))["input_ids"]
             encoded = self.tokenizer(
-                [state_text, *(text for text, _ in blocks)], add_special_tokens=False, return_offsets_mapping=True
+                [text for text, _ in blocks], add_special_tokens=False, return_offsets_mapping=True
             )
         branches = []
         for number, (_, spans) in enumerate(blocks, start=1):
-            ids, offsets = encoded["input_ids"][number], encoded["offset_mapping"][number]
+            ids, offsets = encoded["input_ids"][number - 1], encoded["offset_mapping"][number - 1]
             branches.append(Branch(tuple(ids), len(ids) - 1, tuple(_last_tokens(offsets, spans, number))))
-        return Layout(tuple(encoded["input_ids"][0]), tuple(branches))
+        return Layout(tuple(state), tuple(branches))
 
 
 def _last_tokens(offsets: list[tuple[int, int]], spans: list[tuple[int, int]], number: int) -> list[int]:
