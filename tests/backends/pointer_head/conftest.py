@@ -66,7 +66,7 @@ def backends(checkpoints: dict[str, Path]) -> Callable[..., PointerHeadBackend]:
     return get
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def load() -> Callable[..., PointerHeadBackend]:
     """:func:`load_backend`, uncached (for checkpoints a test modifies)."""
     return load_backend

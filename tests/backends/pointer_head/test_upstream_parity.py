@@ -1,0 +1,179 @@
+"""decisiond answers as upstream's own code does, on checkpoints upstream's own code wrote.
+
+PyPI ``wev-ai`` 0.2.2 and ``strands-decider`` 0.2.0 (the ``test`` extra) build tiny random
+checkpoints with their own save / export functions (:mod:`decisiond.testing.upstream`) and score
+requests with their own scoring code, unrounded; decisiond loads the same folders and must give
+every probability within 1e-4 (float32, CPU). Kev is not on PyPI: its LoRA runs share OpenJev's
+``head.pt`` layout and ``wev/model.py`` is Kev's ``kev/model.py`` adapted, so OpenJev's code scores
+them; Kev's text is checked line by line against Kev's own in ``test_kev_render_parity.py``.
+
+The requests are the fixed parity set (:data:`decisiond.testing.parity.REQUESTS`) and generated
+ones: nested objects and lists, empty values, whitespace, Unicode, ``<|...|>`` text, numbers and
+booleans inside structures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from decisiond.backends.pointer_head.backend import PointerHeadBackend
+from decisiond.errors import ApiUsageError
+from decisiond.testing import upstream
+from decisiond.testing.parity import REQUESTS, max_difference, probabilities, work_of
+
+TOLERANCE = 1e-4
+
+#: name → how to build it: (builder, base kind) — built once per session.
+KEV_WEV = ("kev_qwen3", "kev_qwen3_5", "kev_full", "wev_run_keep_layers", "wev_export")
+STRANDS = ("strands_qwen3", "strands_qwen3_5", "strands_sliding", "strands_force_bos")
+
+
+@pytest.fixture(scope="session")
+def upstream_checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    pytest.importorskip("wev")
+    pytest.importorskip("strands_decider")
+    root = tmp_path_factory.mktemp("upstream")
+    bases = {kind: upstream.build_base(root / f"base-{kind}", kind, seed=i) for i, kind in enumerate(upstream.KINDS)}
+    run = upstream.build_wev_run(root / "wev-run", bases["qwen3"], keep_layers=1, seed=5, temperature=1.7)
+    return {
+        "kev_qwen3": upstream.build_wev_run(root / "kev-qwen3", bases["qwen3"], seed=1, temperature=2.35),
+        "kev_qwen3_5": upstream.build_wev_run(root / "kev-qwen3_5", bases["qwen3_5"], seed=2, temperature=2.41),
+        "kev_full": upstream.build_kev_full(root / "kev-full", bases["qwen3"], seed=3),
+        "wev_run_keep_layers": run,
+        "wev_export": upstream.export_wev(run, root / "wev-export"),
+        "strands_qwen3": upstream.build_strands(root / "strands-qwen3", bases["qwen3"], seed=6),
+        "strands_qwen3_5": upstream.build_strands(root / "strands-qwen3_5", bases["qwen3_5"], seed=7),
+        "strands_sliding": upstream.build_strands(root / "strands-sliding", bases["sliding"], seed=8),
+        "strands_force_bos": upstream.build_strands(root / "strands-bos", bases["qwen3"], seed=9, force_bos=True),
+    }
+
+
+@pytest.fixture(scope="session")
+def pair(
+    upstream_checkpoints: dict[str, Path], load: Callable[..., PointerHeadBackend]
+) -> Callable[[str], tuple[PointerHeadBackend, upstream.Scorer]]:
+    """decisiond's backend and upstream's scorer of a checkpoint, loaded once each."""
+    cache: dict[str, tuple[PointerHeadBackend, upstream.Scorer]] = {}
+
+    def get(name: str) -> tuple[PointerHeadBackend, upstream.Scorer]:
+        if name not in cache:
+            folder = upstream_checkpoints[name]
+            scorer = upstream.strands_scorer(folder) if name in STRANDS else upstream.wev_scorer(folder)
+            cache[name] = (load(folder), scorer)
+        return cache[name]
+
+    return get
+
+
+def check(pair: Callable[[str], Any], name: str, request: dict[str, Any]) -> float:
+    """Score ``request`` both ways; assert agreement (or the same refusal) and return max |Δp|."""
+    backend, scorer = pair(name)
+    try:
+        theirs = scorer(request)
+    except ValueError as exc:  # strands: an option line left without a token of its own
+        assert "has no tokens left" in str(exc)
+        with pytest.raises(ApiUsageError, match="has no token of its own"):
+            probabilities(backend, request)
+        return 0.0
+    ours = probabilities(backend, request)
+    difference = max_difference(ours, theirs)
+    assert difference <= TOLERANCE, f"{name}: max |Δp| {difference:.2e}\nours {ours}\ntheirs {theirs}"
+    return difference
+
+
+@pytest.mark.parametrize("name", KEV_WEV + STRANDS)
+def test_the_parity_set_answers_as_upstream(name: str, pair: Callable[[str], Any]) -> None:
+    """Regression: object states, nested lists, empty descriptions and ``<|...|>`` text (Kev, wev:
+    up to 0.54), every layer run where the run keeps one (0.50), and strands' template (1.00)."""
+    for request in REQUESTS:
+        check(pair, name, request)
+
+
+def test_the_parity_set_is_not_trivial(pair: Callable[[str], Any]) -> None:
+    """The comparison is between non-uniform distributions that differ per checkpoint."""
+    backend, _ = pair("kev_qwen3")
+    values = [p for q in probabilities(backend, REQUESTS[0]) for p in q]
+    assert max(values) - min(values) > 0.01
+
+
+# ---------------------------------------------------------------- generated requests
+
+WORDS = st.sampled_from(
+    ["refund", "late", " two  spaces ", "line one\nline two", "résumé", "東京", "🙂", "<|im_start|>", "<|a-b|>",
+     "<||>", "<|x y|>", "<|fim_suffix|>", "", " ", "\t", "- dash", "key: value", "None", "True", "0"]
+)  # fmt: skip
+TEXT = st.one_of(WORDS, st.text(st.characters(exclude_categories=("Cs",)), max_size=12))
+KEYS = st.one_of(WORDS, st.text(st.characters(exclude_categories=("Cs", "Cc")), min_size=1, max_size=6))
+LEAF = st.one_of(
+    TEXT, st.integers(-999, 999), st.floats(-1e3, 1e3, allow_nan=False, width=32), st.booleans(), st.none()
+)
+JSON = st.recursive(
+    LEAF, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYS, inner, max_size=3), max_leaves=6
+)
+STRUCTURED = st.one_of(
+    TEXT, st.lists(JSON, max_size=3), st.dictionaries(KEYS, JSON, max_size=3)
+)  # the wire's text: a string, an array or an object
+
+
+def question(kind: str) -> st.SearchStrategy[dict[str, Any]]:
+    """A question of ``kind`` valid for every family (strands' schema is the narrowest)."""
+    if kind == "noul":
+        sides = st.dictionaries(st.sampled_from(["true", "false"]), st.none() | STRUCTURED, max_size=2)
+        criteria: st.SearchStrategy[Any] = st.none() | sides
+    elif kind == "choice":
+        criteria = st.dictionaries(KEYS, st.none() | STRUCTURED, min_size=2, max_size=4)
+    else:
+        criteria = st.lists(TEXT, min_size=2, max_size=4)
+    return st.fixed_dictionaries({"type": st.just(kind), "instructions": STRUCTURED, "criteria": criteria}).map(
+        lambda q: {k: v for k, v in q.items() if not (k == "criteria" and v is None)}
+    )
+
+
+REQUEST = st.fixed_dictionaries(
+    {
+        "state": STRUCTURED,
+        "questions": st.lists(
+            st.sampled_from(["noul", "choice", "score"]).flatmap(question), min_size=1, max_size=3
+        ).map(lambda qs: {f"q{i}": q for i, q in enumerate(qs)}),
+    }
+)
+
+GENERATED = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.mark.parametrize("name", ["kev_qwen3", "kev_qwen3_5", "wev_export", "strands_qwen3", "strands_qwen3_5"])
+@GENERATED
+@given(request=REQUEST)
+def test_generated_requests_answer_as_upstream(name: str, request: dict[str, Any], pair: Callable[[str], Any]) -> None:
+    check(pair, name, request)
+
+
+def test_force_bos_puts_the_bos_token_first(pair: Callable[[str], Any]) -> None:
+    """strands-decider's ``force_bos``: the state starts with BOS; without it, with no BOS."""
+    bos_backend, _ = pair("strands_force_bos")
+    plain_backend, _ = pair("strands_qwen3")
+    bos = bos_backend.renderer.tokenizer.bos_token_id
+    assert bos_backend.prepare(work_of(REQUESTS[0])).features.state[0] == bos
+    assert bos not in plain_backend.prepare(work_of(REQUESTS[0])).features.state
+
+
+def test_a_sliding_window_base_keeps_its_window(
+    upstream_checkpoints: dict[str, Path], pair: Callable[[str], Any], load: Callable[..., PointerHeadBackend]
+) -> None:
+    """Regression: the packed form's block mask replaced the sliding window (1.0 differences past it).
+    The base's second layer sees 4 tokens; every state here is longer. Both forms that keep the
+    window agree with upstream; the packed form is refused."""
+    backend, scorer = pair("strands_sliding")
+    assert backend.isolation == "prefix"
+    rows = load(upstream_checkpoints["strands_sliding"], isolation="rows")
+    for request in REQUESTS:
+        assert len(backend.prepare(work_of(request)).features.state) > 4
+        assert max_difference(probabilities(rows, request), scorer(request)) <= TOLERANCE
+    with pytest.raises(ValueError, match="sliding window"):
+        load(upstream_checkpoints["strands_sliding"], isolation="packed")
