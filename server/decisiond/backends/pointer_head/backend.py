@@ -125,7 +125,8 @@ class PointerHeadBackend(Backend):
         loaded = load_checkpoint(folder, options.family, options, dtype=dtype)
         renderer: Renderer
         if options.family == "strands":
-            renderer = StrandsRenderer(loaded.tokenizer, options.strands)
+            fit = loaded.limits.get("max_prompt_tokens") if options.strands_window == "fit" else None
+            renderer = StrandsRenderer(loaded.tokenizer, options.strands, fit_window=fit)
         else:
             renderer = DelimitedRenderer(loaded.tokenizer, options.delimiters)
         pad = loaded.tokenizer.pad_token_id
@@ -186,7 +187,10 @@ class PointerHeadBackend(Backend):
         self.limits.check(state, state + branches)
         self._check_family_limits(layout)
         cost = state * len(layout.branches) + branches if self.isolation == "rows" else state + branches
-        return Prepared(work, input_tokens=state + branches, cost=cost, features=layout)
+        extra = {"x_window_fit": {f"{part}_tokens_dropped": n for part, n in layout.dropped.items()}}
+        return Prepared(
+            work, input_tokens=state + branches, cost=cost, features=layout, extra=extra if layout.dropped else {}
+        )
 
     # ---------------------------------------------------------------- model stage
 

@@ -92,6 +92,10 @@ class PointerHeadOptions(BaseModel):
         max_state_tokens / max_branch_tokens / max_prompt_tokens: per-request token limits
             (a 400 above them); None for none beyond the server's.
         prefix_cache_entries: state caches kept between requests (prefix isolation); 0 disables.
+        strands_window: a strands-decider request over the checkpoint's window (``max_length``,
+            3,072 tokens): ``refuse`` (400 ``max_tokens_exceeded``, upstream's ``strict_window``) or
+            ``fit`` (cut as upstream's engine does by default; the response reports the cut in
+            ``x_window_fit``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -110,6 +114,7 @@ class PointerHeadOptions(BaseModel):
     max_branch_tokens: int | None = Field(default=None, ge=1)
     max_prompt_tokens: int | None = Field(default=None, ge=1)
     prefix_cache_entries: int = Field(default=8, ge=0)
+    strands_window: Literal["refuse", "fit"] = "refuse"
 
 
 def parse_options(raw: dict[str, Any], *, source: str) -> PointerHeadOptions:

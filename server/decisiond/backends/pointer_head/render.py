@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from transformers import PreTrainedTokenizerBase
@@ -108,10 +108,14 @@ class Layout:
     Attributes:
         state (tuple[int, ...]): the state's ids (positions ``0..S-1``).
         branches (tuple[Branch, ...]): the questions in request order.
+        dropped (dict[str, int]): tokens cut to fit the model's window, by part (``state``,
+            ``questions``); empty when nothing was cut.
     """
 
     state: tuple[int, ...]
     branches: tuple[Branch, ...]
+    #: Tokens cut to fit a window (strands-decider's ``fit``): ``{"state": n, "questions": m}``.
+    dropped: dict[str, int] = field(default_factory=dict)
 
     def sequence(self) -> list[int]:
         """The packed sequence: state, then every branch (length ``S + Σ L``)."""
@@ -211,16 +215,28 @@ class StrandsRenderer:
     ``<|...|>`` in it reads as the tokenizer reads it, as upstream. The query is the prompt's last
     token; option j's key is the last token lying wholly inside option j's line.
 
+    With ``fit_window`` set, a request is fitted to that many tokens as strands-decider's engine does
+    by default (``infer.py`` ``_fit``): the questions claim the window first, up to three quarters of
+    it, each longer question losing tokens from its front; the state keeps what is left, cut from
+    its end. Without it nothing is cut (and the backend refuses a request over the window).
+
     Args:
         tokenizer (PreTrainedTokenizerBase): a fast tokenizer (offset mappings needed).
         template (StrandsTemplate): the prompt's fixed text.
+        fit_window (int | None, optional): the window to fit requests to. Defaults to None.
     """
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, template: StrandsTemplate) -> None:
+    #: Largest share of the window the questions may claim (``EngineConfig.max_question_fraction``).
+    QUESTION_SHARE = 0.75
+
+    def __init__(
+        self, tokenizer: PreTrainedTokenizerBase, template: StrandsTemplate, fit_window: int | None = None
+    ) -> None:
         if not getattr(tokenizer, "is_fast", False):
             raise ManifestError("strands-decider needs a fast tokenizer (tokenizer.json) for offset mappings")
         self.tokenizer = tokenizer
         self.template = template
+        self.fit_window = fit_window
         self._lock = threading.Lock()
 
     def _description(self, question: Question, option: Option) -> str:
@@ -255,16 +271,28 @@ class StrandsRenderer:
             ApiUsageError: an option line yields no token of its own.
         """
         blocks = [self.question_text(q) for q in work.questions]
+        state_text = self.state_text(work.state)
         with self._lock:  # a fast tokenizer is not safe to share across threads
-            state = self.tokenizer(self.state_text(work.state))["input_ids"]
             encoded = self.tokenizer(
                 [text for text, _ in blocks], add_special_tokens=False, return_offsets_mapping=True
             )
+            ids, offsets = list(encoded["input_ids"]), list(encoded["offset_mapping"])
+            state = self.tokenizer(state_text)["input_ids"]
+            dropped: dict[str, int] = {}
+            if self.fit_window is not None:
+                window = self.fit_window
+                reserve = min(max(len(x) for x in ids), max(1, int(window * self.QUESTION_SHARE)))
+                cuts = [max(0, len(x) - reserve) for x in ids]
+                ids = [x[c:] for x, c in zip(ids, cuts, strict=True)]
+                offsets = [o[c:] for o, c in zip(offsets, cuts, strict=True)]
+                fitted = self.tokenizer(state_text, truncation=True, max_length=max(1, window - reserve))["input_ids"]
+                dropped = {k: v for k, v in (("state", len(state) - len(fitted)), ("questions", sum(cuts))) if v}
+                state = fitted
         branches = []
         for number, (_, spans) in enumerate(blocks, start=1):
-            ids, offsets = encoded["input_ids"][number - 1], encoded["offset_mapping"][number - 1]
-            branches.append(Branch(tuple(ids), len(ids) - 1, tuple(_last_tokens(offsets, spans, number))))
-        return Layout(tuple(state), tuple(branches))
+            row, where = ids[number - 1], offsets[number - 1]
+            branches.append(Branch(tuple(row), len(row) - 1, tuple(_last_tokens(where, spans, number))))
+        return Layout(tuple(state), tuple(branches), dropped)
 
 
 def _last_tokens(offsets: list[tuple[int, int]], spans: list[tuple[int, int]], number: int) -> list[int]:
