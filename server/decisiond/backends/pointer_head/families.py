@@ -26,6 +26,15 @@ FAMILY_FILES: tuple[tuple[str, Family], ...] = (
     ("head.pt", "kev"),
 )
 
+#: The names each family's own server answers to by default (Kev's ``kev/api.py``, OpenJev's
+#: ``wev/api.py``, strands-decider's ``schema.py``): a checkpoint folder served without a manifest
+#: answers to its family's. When two served checkpoints share one, the first listed gets it.
+FAMILY_ALIASES: dict[Family, tuple[str, ...]] = {
+    "kev": ("kev-latest",),
+    "wev": ("wev-latest",),
+    "strands": ("strands-decider-latest",),
+}
+
 #: The five delimiter tokens of Kev and OpenJev, by role (spec/pointer-head.md, "Rendering").
 KEV_DELIMITERS: dict[str, str] = {
     "state": "<|fim_prefix|>",
