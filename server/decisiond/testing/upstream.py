@@ -148,6 +148,33 @@ def build_wev_run(folder: Path, base: Path, *, keep_layers: int | None = None, s
     return folder.resolve()
 
 
+def build_kev_special_embeddings(folder: Path, base: Path, *, seed: int = 0) -> Path:
+    """A Kev run trained with ``special_embeddings``: the LoRA adapter also trains the five
+    delimiter rows of the embedding table (PEFT ``trainable_token_indices``, as Kev's
+    ``DecisionModel`` sets it up), and ``head.pt`` says ``special_embeddings: True``. Saved with
+    OpenJev's ``DecisionModel.save`` (Kev's ``head.pt`` layout)."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoTokenizer
+    from wev.model import LORA_TARGETS, SPECIAL, DecisionModel
+
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    torch.manual_seed(seed)
+    model = DecisionModel(str(base), tokenizer, "cpu", lora=0, dtype=torch.float32, head_dim=HEAD_DIM)
+    rows = [tokenizer.convert_tokens_to_ids(t) for t in SPECIAL]
+    config = LoraConfig(
+        task_type="FEATURE_EXTRACTION",
+        r=4,
+        lora_alpha=8,
+        target_modules=LORA_TARGETS,
+        trainable_token_indices={"embed_tokens": rows},
+    )
+    model.lm = get_peft_model(model.lm, config)
+    _randomize_adapter_and_head(model, seed=seed)
+    _randomize(model, seed=seed + 2, names=("trainable_tokens_delta",))
+    model.save(folder, special_embeddings=True, temperature=1.9)
+    return folder.resolve()
+
+
 def export_wev(run: Path, out: Path) -> Path:
     """An OpenJev export of ``run`` by ``python -m wev.export`` (merged fp32 trunk, ``wev.json``)."""
     from wev import export
