@@ -40,6 +40,7 @@ class Checkpoint:
         temperatures (dict[str, float]): per question type (noul, choice, score).
         hybrid (bool): the trunk has recurrent (linear-attention) layers.
         sliding (bool): the trunk has sliding-window attention layers.
+        option_isolation (bool): Kev's option isolation (options side by side, per-option mask).
         limits (dict[str, int]): family token limits (max_state_tokens, max_branch_tokens,
             max_prompt_tokens) the checkpoint declares.
     """
@@ -51,6 +52,7 @@ class Checkpoint:
     hybrid: bool
     limits: dict[str, int] = field(default_factory=dict)
     sliding: bool = False
+    option_isolation: bool = False
 
 
 def is_hybrid(config: Any) -> bool:
@@ -251,17 +253,16 @@ def temperatures(scalar: Any, by_kind: Any, options: PointerHeadOptions, source:
     return temps
 
 
-def refuse_option_isolation(hybrid: bool, source: str) -> None:
-    """Refuse ``option_isolation: true``: recurrent layers cannot be masked, and the per-option mask
-    of attention-only bases is not implemented (its position layout is not published).
+def refuse_option_isolation(source: str) -> None:
+    """Refuse ``option_isolation: true`` on a hybrid base: its recurrent layers cannot be masked
+    (Kev refuses it too, ``kev/model.py`` ``DecisionModel``).
 
     Raises:
         ManifestError: always.
     """
-    where = "a hybrid base (its recurrent layers cannot be masked)" if hybrid else "decisiond (not implemented yet)"
     raise ManifestError(
-        f"{source}: option_isolation is true, which {where} does not support; expected option_isolation false. "
-        "Serve a checkpoint trained without option isolation"
+        f"{source}: option_isolation is true, which a hybrid base (its recurrent layers cannot be masked) does not "
+        "support; expected option_isolation false. Serve a checkpoint trained without option isolation"
     )
 
 
@@ -320,7 +321,7 @@ def _plan_kev(folder: Path, options: PointerHeadOptions) -> Plan:
         raise ManifestError(f"{source} names no `base`; set `base` in a manifest to the base's folder or Hub id")
     base = resolve_base(str(base_id), revision, checkpoint=folder, source=str(source))
     if meta.get("option_isolation") and is_hybrid(_config_of(folder if full else base)):
-        refuse_option_isolation(True, str(source))
+        refuse_option_isolation(str(source))
     if full:
         trunk = load_trunk(folder)
         truncate_layers(trunk, meta.get("keep_layers"), source=str(source))
@@ -414,8 +415,8 @@ def load_checkpoint(folder: Path, family: Family, options: PointerHeadOptions, *
     tokenizer = load_tokenizer(options.tokenizer or plan.tokenizer_path, source=plan.head_source)
     config = plan.trunk.config
     hybrid = is_hybrid(config)
-    if plan.option_isolation:
-        refuse_option_isolation(hybrid, plan.head_source)
+    if plan.option_isolation and hybrid:
+        refuse_option_isolation(plan.head_source)
     if plan.force_bos:
         from .strands import ensure_bos
 
@@ -448,4 +449,13 @@ def load_checkpoint(folder: Path, family: Family, options: PointerHeadOptions, *
         "hybrid" if hybrid else "attention-only",
         plan.head_dim,
     )
-    return Checkpoint(trunk, tokenizer, head, plan.temperatures, hybrid, limits, sliding=has_sliding_window(config))
+    return Checkpoint(
+        trunk,
+        tokenizer,
+        head,
+        plan.temperatures,
+        hybrid,
+        limits,
+        sliding=has_sliding_window(config),
+        option_isolation=plan.option_isolation,
+    )

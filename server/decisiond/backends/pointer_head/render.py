@@ -94,11 +94,21 @@ class Branch:
         ids (tuple[int, ...]): the question's token ids (positions ``S..S+L-1``).
         query (int): index in ``ids`` of the query token.
         keys (tuple[int, ...]): index in ``ids`` of each option's key token, in slot order.
+        positions (tuple[int, ...] | None): each token's position after the state's (``S + p``),
+            when not ``0..L-1`` (Kev's option isolation).
+        spans (tuple[int, ...] | None): each token's option (0-based), :data:`NO_OPTION` for the
+            instructions and :data:`DECIDE` for the query, under option isolation; None otherwise.
     """
 
     ids: tuple[int, ...]
     query: int
     keys: tuple[int, ...]
+    positions: tuple[int, ...] | None = None
+    spans: tuple[int, ...] | None = None
+
+
+#: Values of :attr:`Branch.spans`: an instructions token, and the decide token.
+NO_OPTION, DECIDE = -1, -2
 
 
 @dataclass(frozen=True)
@@ -150,10 +160,16 @@ def option_texts(question: Question) -> list[str]:
 class DelimitedRenderer:
     """Kev and OpenJev: five delimiter tokens around separately tokenized pieces.
 
+    With ``option_isolation`` (Kev checkpoints trained with it; ``kev/model.py`` ``encode``), every
+    option span sits at the same positions right after the instructions, the decide token one past
+    the longest span, and :attr:`Branch.spans` tells the backend's mask which option each token
+    belongs to (an option sees the state, the instructions and itself; the decide token sees all).
+
     Args:
         tokenizer (PreTrainedTokenizerBase): the base's tokenizer.
         delimiters (dict[str, str]): strings of the roles state, question, option_start,
             option_end and decide.
+        option_isolation (bool, optional): lay options out side by side. Defaults to False.
 
     Raises:
         ManifestError: a delimiter is missing or unknown to the tokenizer.
@@ -161,8 +177,11 @@ class DelimitedRenderer:
 
     ROLES = ("state", "question", "option_start", "option_end", "decide")
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, delimiters: dict[str, str]) -> None:
+    def __init__(
+        self, tokenizer: PreTrainedTokenizerBase, delimiters: dict[str, str], *, option_isolation: bool = False
+    ) -> None:
         self.tokenizer = tokenizer
+        self.option_isolation = option_isolation
         self._lock = threading.Lock()
         self.ids: dict[str, int] = {}
         for role in self.ROLES:
@@ -196,12 +215,21 @@ class DelimitedRenderer:
         branches = []
         for question in work.questions:
             ids = [self.ids["question"], *next(encoded)]
-            keys = []
-            for _ in question.options:
-                ids += [self.ids["option_start"], *next(encoded), self.ids["option_end"]]
+            lead = len(ids)
+            keys, spans, positions = [], [NO_OPTION] * lead, list(range(lead))
+            for number, _ in enumerate(question.options):
+                span = [self.ids["option_start"], *next(encoded), self.ids["option_end"]]
+                ids += span
                 keys.append(len(ids) - 1)
+                spans += [number] * len(span)
+                positions += range(lead, lead + len(span))
             ids.append(self.ids["decide"])
-            branches.append(Branch(tuple(ids), len(ids) - 1, tuple(keys)))
+            if not self.option_isolation:
+                branches.append(Branch(tuple(ids), len(ids) - 1, tuple(keys)))
+                continue
+            positions.append(lead + max(spans.count(n) for n in range(question.size)))  # one past the longest
+            spans.append(DECIDE)
+            branches.append(Branch(tuple(ids), len(ids) - 1, tuple(keys), tuple(positions), tuple(spans)))
         return Layout(state, tuple(branches))
 
 
