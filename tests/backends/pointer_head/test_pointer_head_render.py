@@ -137,3 +137,13 @@ def test_strands_does_not_escape(backends: Callable[..., PointerHeadBackend]) ->
     question = Question("noul", "<|fim_suffix|>", (Option("false", None), Option("true", "<|box_end|>")))
     layout = backends("strands").prepare(Work("<|fim_prefix|>", (question,))).features
     assert FP in layout.state and FS in layout.branches[0].ids
+
+
+@pytest.mark.parametrize("family", ["kev", "wev", "strands"])
+def test_a_lone_surrogate_is_a_400_not_a_crash(family: str, backends: Callable[..., PointerHeadBackend]) -> None:
+    """Regression: a lone surrogate (valid JSON: ``"\\ud800"``) reached the tokenizer, which raised TypeError."""
+    from decisiond.errors import ApiUsageError
+
+    question = Question("choice", "which", (Option("billing", "a\ud800b"), Option("other", None)))
+    with pytest.raises(ApiUsageError, match=r"lone surrogate \(U\+D800\)"):
+        backends(family).prepare(Work({"state": "ok"}, (question,)))

@@ -171,3 +171,40 @@ def test_a_state_over_the_window_is_refused_by_default_and_fitted_as_upstream_on
     assert max_difference(probabilities(fitting, request), scorer(request)) <= TOLERANCE
     short = {"state": "late", "questions": {"q": {"type": "noul", "instructions": "x"}}}
     assert fitting.prepare(work_of(short)).extra == {}
+
+
+def test_the_window_fit_reaches_the_response(upstream_checkpoints: dict[str, Path], tmp_path: Path) -> None:
+    """Over HTTP, a fitted request says what was cut in the top-level ``x_window_fit`` field."""
+    import asyncio
+
+    import httpx
+    from asgi_lifespan import LifespanManager
+
+    from decisiond.app import create_app
+    from decisiond.config import Settings
+    from decisiond.manifest import read_manifest
+
+    manifest = tmp_path / "short.toml"
+    folder = upstream_checkpoints["strands_short_window"]
+    manifest.write_text(
+        f'name = "short"\nbackend = "pointer_head"\nfamily = "strands"\nstrands_window = "fit"\n'
+        f'weights = {{ path = "{folder}" }}\n',
+        encoding="utf-8",
+    )
+    body = {"state": "refund late " * 40, "questions": {"n": {"type": "noul", "instructions": "late?"}}}
+
+    async def ask() -> httpx.Response:
+        settings = Settings(model=[str(manifest)], device="cpu", dtype="float32")
+        app = create_app(settings, manifests=[read_manifest(manifest)])
+        async with LifespanManager(app):
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
+                for _ in range(600):  # the model loads on a background thread
+                    if (await client.get("/health")).json()["status"] != "loading":
+                        break
+                    await asyncio.sleep(0.05)
+                return await client.post("/v1/systemone", json=body)
+
+    response = asyncio.run(ask())
+    assert response.status_code == 200, response.text
+    assert response.json()["x_window_fit"]["state_tokens_dropped"] > 0
+    assert set(response.json()["answers"]) == {"n"}

@@ -86,6 +86,24 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def encodable(texts: list[str]) -> list[str]:
+    """``texts`` unchanged, after checking each is valid Unicode (a tokenizer cannot read a lone
+    surrogate such as ``"\\ud800"``, which JSON lets a client send).
+
+    Raises:
+        ApiUsageError: a text holds a lone surrogate.
+    """
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = text[exc.start]
+            raise ApiUsageError(
+                f"the request holds a lone surrogate (U+{ord(bad):04X}), which is not a character; send valid Unicode"
+            ) from None
+    return texts
+
+
 @dataclass(frozen=True)
 class Branch:
     """One question's tokens after the state.
@@ -200,7 +218,7 @@ class DelimitedRenderer:
         if not texts:
             return []
         with self._lock:  # a fast tokenizer is not safe to share across threads
-            encoded: list[list[int]] = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+            encoded: list[list[int]] = self.tokenizer(encodable(texts), add_special_tokens=False)["input_ids"]
         return encoded
 
     def layout(self, work: Work) -> Layout:
@@ -300,6 +318,7 @@ class StrandsRenderer:
         """
         blocks = [self.question_text(q) for q in work.questions]
         state_text = self.state_text(work.state)
+        encodable([state_text, *(text for text, _ in blocks)])
         with self._lock:  # a fast tokenizer is not safe to share across threads
             encoded = self.tokenizer(
                 [text for text, _ in blocks], add_special_tokens=False, return_offsets_mapping=True
