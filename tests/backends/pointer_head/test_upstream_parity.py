@@ -208,3 +208,19 @@ def test_the_window_fit_reaches_the_response(upstream_checkpoints: dict[str, Pat
     assert response.status_code == 200, response.text
     assert response.json()["x_window_fit"]["state_tokens_dropped"] > 0
     assert set(response.json()["answers"]) == {"n"}
+
+
+def test_more_questions_than_upstream_fits_together(
+    upstream_checkpoints: dict[str, Path], pair: Callable[[str], Any], load: Callable[..., PointerHeadBackend]
+) -> None:
+    """strands-decider fits 32 questions at a time. 33 alike questions give both groups the same
+    state, and decisiond answers as upstream; when the groups would cut the state differently,
+    decisiond (one state per request) refuses rather than answer otherwise."""
+    _, scorer = pair("strands_short_window")
+    fitting = load(upstream_checkpoints["strands_short_window"], strands_window="fit")
+    alike = {f"q{i}": {"type": "noul", "instructions": "late?"} for i in range(33)}
+    request = {"state": "refund late " * 40, "questions": alike}
+    assert max_difference(probabilities(fitting, request), scorer(request)) <= TOLERANCE
+    unlike = alike | {"q32": {"type": "noul", "instructions": "which team " * 12}}
+    with pytest.raises(ApiUsageError, match="send at most 32 questions per request"):
+        fitting.prepare(work_of({"state": "refund late " * 40, "questions": unlike}))

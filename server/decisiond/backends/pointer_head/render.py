@@ -274,6 +274,8 @@ class StrandsRenderer:
 
     #: Largest share of the window the questions may claim (``EngineConfig.max_question_fraction``).
     QUESTION_SHARE = 0.75
+    #: Questions upstream fits to the window together (``EngineConfig.max_batch``).
+    GROUP = 32
 
     def __init__(
         self, tokenizer: PreTrainedTokenizerBase, template: StrandsTemplate, fit_window: int | None = None
@@ -306,6 +308,35 @@ class StrandsRenderer:
             text += line + "\n"
         return text + t.options_close + "\n" + t.question_close, spans
 
+    def _fit(
+        self, state_text: str, state: list[int], ids: list[list[int]], offsets: list[list[tuple[int, int]]]
+    ) -> tuple[list[int], list[list[int]], list[list[tuple[int, int]]], dict[str, int]]:
+        """Upstream's ``_fit``, group by group of :data:`GROUP` questions (``EngineConfig.max_batch``):
+        each group's questions claim up to three quarters of the window (a longer one loses its
+        front), its state keeps the rest (cut from the end). Called under the tokenizer lock.
+
+        Raises:
+            ApiUsageError: the groups would read the state cut differently (one request has one
+                state here); ask at most :data:`GROUP` questions per request.
+        """
+        window = self.fit_window or 0
+        cap = max(1, int(window * self.QUESTION_SHARE))
+        reserves = [min(max(len(x) for x in ids[g : g + self.GROUP]), cap) for g in range(0, len(ids), self.GROUP)]
+        fitted = [
+            self.tokenizer(state_text, truncation=True, max_length=max(1, window - r))["input_ids"] for r in reserves
+        ]
+        if any(f != fitted[0] for f in fitted):
+            raise ApiUsageError(
+                f"this state must be cut to fit the {window}-token window differently for each group of {self.GROUP} "
+                f"questions; send at most {self.GROUP} questions per request"
+            )
+        group_reserve = [r for r in reserves for _ in range(self.GROUP)]
+        cuts = [max(0, len(x) - group_reserve[i]) for i, x in enumerate(ids)]
+        ids = [x[c:] for x, c in zip(ids, cuts, strict=True)]
+        offsets = [o[c:] for o, c in zip(offsets, cuts, strict=True)]
+        dropped = {k: v for k, v in (("state", len(state) - len(fitted[0])), ("questions", sum(cuts))) if v}
+        return fitted[0], ids, offsets, dropped
+
     def state_text(self, state: Any) -> str:
         """The state block every question's prompt starts with."""
         return self.template.state_block.format(state=strands_text(state))
@@ -327,14 +358,7 @@ class StrandsRenderer:
             state = self.tokenizer(state_text)["input_ids"]
             dropped: dict[str, int] = {}
             if self.fit_window is not None:
-                window = self.fit_window
-                reserve = min(max(len(x) for x in ids), max(1, int(window * self.QUESTION_SHARE)))
-                cuts = [max(0, len(x) - reserve) for x in ids]
-                ids = [x[c:] for x, c in zip(ids, cuts, strict=True)]
-                offsets = [o[c:] for o, c in zip(offsets, cuts, strict=True)]
-                fitted = self.tokenizer(state_text, truncation=True, max_length=max(1, window - reserve))["input_ids"]
-                dropped = {k: v for k, v in (("state", len(state) - len(fitted)), ("questions", sum(cuts))) if v}
-                state = fitted
+                state, ids, offsets, dropped = self._fit(state_text, state, ids, offsets)
         branches = []
         for number, (_, spans) in enumerate(blocks, start=1):
             row, where = ids[number - 1], offsets[number - 1]
