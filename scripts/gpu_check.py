@@ -10,6 +10,12 @@ batch), then answers one request end to end through ``Service.decide`` on the de
 when a difference reaches ``--tolerance`` (1e-2) or a backend fails; on a machine without CUDA it
 says so and exits 0.
 
+With the ``test`` extra installed (``wev-ai``, ``strands-decider``), it then runs the pointer-head
+parity set (``decisiond.testing.parity.REQUESTS``) on checkpoints written by upstream's own code
+(``decisiond.testing.upstream``): upstream scores them on the CPU in float32, decisiond on the device
+in the checked dtype, and the table shows the largest probability difference per checkpoint
+(``--no-parity`` skips it).
+
     python scripts/gpu_check.py                       # on a CUDA machine
     python scripts/gpu_check.py --device cpu --dtype bfloat16   # a dry run of the script on a CPU
 """
@@ -178,6 +184,57 @@ def check_model(kind: str, folder: Path, args: argparse.Namespace) -> tuple[list
     return row, ok
 
 
+def parity_checkpoints(root: Path) -> dict[str, Path]:
+    """The upstream-written checkpoints of the parity check (as the test suite builds them)."""
+    from decisiond.testing import upstream
+
+    bases = {kind: upstream.build_base(root / f"base-{kind}", kind, seed=i) for i, kind in enumerate(upstream.KINDS)}
+    run = upstream.build_wev_run(root / "wev-run", bases["qwen3"], keep_layers=1, seed=5, temperature=1.7)
+    return {
+        "kev_qwen3": upstream.build_wev_run(root / "kev-qwen3", bases["qwen3"], seed=1, temperature=2.35),
+        "kev_qwen3_5": upstream.build_wev_run(root / "kev-qwen3_5", bases["qwen3_5"], seed=2, temperature=2.41),
+        "kev_full": upstream.build_kev_full(root / "kev-full", bases["qwen3"], seed=3),
+        "kev_special_embeddings": upstream.build_kev_special_embeddings(root / "kev-special", bases["qwen3"], seed=11),
+        "wev_run_keep_layers": run,
+        "wev_export": upstream.export_wev(run, root / "wev-export"),
+        "strands_qwen3": upstream.build_strands(root / "strands-qwen3", bases["qwen3"], seed=6),
+        "strands_qwen3_5": upstream.build_strands(root / "strands-qwen3_5", bases["qwen3_5"], seed=7),
+        "strands_sliding": upstream.build_strands(root / "strands-sliding", bases["sliding"], seed=8),
+    }
+
+
+def check_parity(args: argparse.Namespace) -> tuple[list[list[str]], list[str]]:
+    """Rows of the parity table (checkpoint, requests, max |dp| against upstream) and the failures."""
+    from decisiond.manifest import checkpoint_manifest
+    from decisiond.testing import upstream
+    from decisiond.testing.parity import REQUESTS, max_difference, probabilities
+
+    tolerance = args.parity_tolerance or (1e-4 if args.dtype == "float32" else 5e-2)
+    rows = [["checkpoint", "requests", f"max |dp| {args.device} {args.dtype} vs upstream cpu fp32", ""]]
+    failed = []
+    with tempfile.TemporaryDirectory(prefix="decisiond-parity-") as tmp:
+        for name, folder in parity_checkpoints(Path(tmp)).items():
+            try:
+                scorer = upstream.strands_scorer(folder) if name.startswith("strands") else upstream.wev_scorer(folder)
+                manifest = checkpoint_manifest(folder)
+                assert manifest is not None
+                served = load_model(manifest, Settings(device=args.device, dtype=args.dtype, cache_entries=0))
+                try:
+                    diff = max(max_difference(probabilities(served.backend, r), scorer(r)) for r in REQUESTS)
+                finally:
+                    served.engine.close()
+                ok = diff < tolerance
+                rows.append(
+                    [name, str(len(REQUESTS)), f"{diff:.2e}", "ok" if ok else f"FAIL (tolerance {tolerance:g})"]
+                )
+            except Exception as exc:  # report every checkpoint, then fail
+                ok = False
+                rows.append([name, "-", "-", f"ERROR {type(exc).__name__}: {exc}"])
+            if not ok:
+                failed.append(name)
+    return rows, failed
+
+
 def print_table(rows: list[list[str]]) -> None:
     """Left-aligned columns."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -194,6 +251,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=20, help="timed forward passes per device")
     parser.add_argument("--copies", type=int, default=8, help="copies of the request set in the batch")
     parser.add_argument("--models", nargs="*", default=list(TINY_MODELS), help=f"of {', '.join(TINY_MODELS)}")
+    parser.add_argument("--no-parity", dest="parity", action="store_false", help="skip the upstream parity set")
+    parser.add_argument(
+        "--parity-tolerance",
+        type=float,
+        default=None,
+        help="largest allowed difference from upstream (default 1e-4 in float32, 5e-2 in half precision: "
+        "the tiny random models amplify bf16 rounding to about 1.5e-2)",
+    )
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("no CUDA device on this machine: nothing to check (run this script on a GPU machine)")  # noqa: T201
@@ -215,10 +280,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not ok:
                 failed.append(kind)
     print_table(rows)
+    if args.parity:
+        try:
+            import strands_decider  # noqa: F401
+            import wev  # noqa: F401
+        except ImportError:
+            print("parity set skipped: install the test extra (wev-ai, strands-decider)")  # noqa: T201
+        else:
+            parity_rows, parity_failed = check_parity(args)
+            print_table(parity_rows)
+            failed += parity_failed
     if failed:
         print(f"FAILED: {', '.join(failed)} (tolerance {args.tolerance:g})")  # noqa: T201
         return 1
-    print(f"all {len(args.models)} backends agree within {args.tolerance:g}")  # noqa: T201
+    print(f"all {len(args.models)} backends (and the parity set, when run) agree within {args.tolerance:g}")  # noqa: T201
     return 0
 
 

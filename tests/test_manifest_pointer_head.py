@@ -16,6 +16,7 @@ from decisiond.manifest import ManifestError, find_manifest
         (["wev.json", "head.safetensors"], "wev"),
         (["webdecide.json", "head.safetensors"], "wev"),
         (["strands_decider_config.json", "head.safetensors"], "strands"),
+        (["hobson_config.json", "slot_head.pt"], "strands"),
     ],
 )
 def test_checkpoint_folder_needs_no_manifest(files: list[str], family: str, tmp_path: Path) -> None:
@@ -28,6 +29,8 @@ def test_checkpoint_folder_needs_no_manifest(files: list[str], family: str, tmp_
     assert manifest.backend == "pointer_head"
     assert manifest.backend_options == {"family": family}
     assert manifest.weights_path() == folder.resolve()
+    # a request naming the family's own default model reaches it
+    assert manifest.aliases == [{"kev": "kev-latest", "wev": "wev-latest", "strands": "strands-decider-latest"}[family]]
 
 
 def test_other_folders_are_not_taken_for_checkpoints(tmp_path: Path) -> None:

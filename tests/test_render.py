@@ -14,7 +14,18 @@ def test_to_text_keeps_key_order_and_unicode() -> None:
 
 def test_noul_slots_are_false_then_true() -> None:
     q = to_question(NoulQuestion(type="noul", instructions="Urgent?", criteria=NoulCriteria(true="Says today")))
-    assert q == Question("noul", "Urgent?", (Option("false", None), Option("true", "Says today")))
+    assert q == Question("noul", "Urgent?", (Option("false", None, given=False), Option("true", "Says today")))
+
+
+def test_a_noul_side_sent_as_null_is_told_apart_from_an_absent_one() -> None:
+    """Regression: an explicit ``null`` side and a missing side became the same Option, so the
+    strands-decider template (which writes its default text only for a missing side) could not
+    render the request as upstream does."""
+    criteria = NoulCriteria.model_validate({"false": None})
+    q = to_question(NoulQuestion(type="noul", instructions="Urgent?", criteria=criteria))
+    assert q.options == (Option("false", None, given=True), Option("true", None, given=False))
+    bare = to_question(NoulQuestion(type="noul", instructions="Urgent?"))
+    assert [o.given for o in bare.options] == [False, False]
 
 
 def test_choice_and_score_slots_keep_order() -> None:

@@ -210,9 +210,11 @@ def checkpoint_manifest(folder: Path) -> Manifest | None:
 
     Pointer-head checkpoints (Kev ``head.pt``, OpenJev ``wev.json``/``webdecide.json``,
     ``strands_decider_config.json``) say everything a manifest would: the model is named after the
-    folder and served by the ``pointer_head`` backend with its family's preset.
+    folder, answers to its family's default name (``kev-latest``, ``wev-latest``,
+    ``strands-decider-latest``; a Kev-layout OpenJev run folder is read as Kev) and is served by
+    the ``pointer_head`` backend with its family's preset.
     """
-    from .backends.pointer_head.families import detect_family  # no torch: the module is light
+    from .backends.pointer_head.families import FAMILY_ALIASES, detect_family  # no torch: the module is light
 
     family = detect_family(folder)
     if family is None:
@@ -221,6 +223,7 @@ def checkpoint_manifest(folder: Path) -> Manifest | None:
     return Manifest(
         name=folder.name,
         description=f"{family} pointer-head checkpoint at {folder}",
+        aliases=list(FAMILY_ALIASES[family]),
         backend="pointer_head",
         weights=Weights(path=str(folder)),
         family=family,

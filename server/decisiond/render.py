@@ -27,11 +27,15 @@ class Option:
 
     Attributes:
         key (str): the option key; ``"false"``/``"true"`` for a noul; ``"0"``..``"n-1"`` for a score.
-        description (Any): the description text (str, dict or list), or None when absent.
+        description (Any): the description text (str, dict or list), or None when absent or null.
+        given (bool): whether the caller wrote the description at all; False for a noul side left
+            out of ``criteria`` (an explicit ``null`` is given). Defaults to True. Only backends that
+            read the two apart (strands-decider) look at it.
     """
 
     key: str
     description: Any
+    given: bool = True
 
 
 @dataclass(frozen=True)
@@ -61,9 +65,13 @@ def to_question(question: NoulQuestion | ChoiceQuestion | ScoreQuestion | BoxQue
         return Question("box", question.instructions, ())
     if isinstance(question, NoulQuestion):
         criteria = question.criteria
-        false = criteria.false if criteria else None
-        true = criteria.true if criteria else None
-        return Question("noul", question.instructions, (Option("false", false), Option("true", true)))
+        sides = tuple(
+            Option(side, getattr(criteria, side), side in criteria.model_fields_set)
+            if criteria is not None
+            else Option(side, None, False)
+            for side in NOUL_SIDES
+        )
+        return Question("noul", question.instructions, sides)
     if isinstance(question, ChoiceQuestion):
         options = tuple(Option(key, text) for key, text in question.criteria.items())
         return Question("choice", question.instructions, options)

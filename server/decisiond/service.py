@@ -312,6 +312,7 @@ class Service:
             "answers": to_answers(list(request.questions), work.questions, readout),
             "usage": {"input_tokens": prepared.input_tokens, "output_tokens": 0},
             "x_latency_ms": round((done - started) * 1000.0, 2),
+            **{k: v for k, v in prepared.extra.items() if k.startswith("x_")},
         }
         timings = {
             "prepare": (queued - started) * 1000.0,

@@ -55,12 +55,15 @@ class Prepared:
         input_tokens (int): tokens the model reads for this request (``usage.input_tokens``).
         cost (int): tokens this request adds to a micro-batch (the ``max_batch_tokens`` budget).
         features (Any): whatever the backend's ``forward`` needs (token ids, pixel values, …).
+        extra (dict[str, Any]): top-level ``x_`` fields the response carries (spec/wire.md §3),
+            e.g. what was cut to fit a window; empty for most requests.
     """
 
     work: Work
     input_tokens: int
     cost: int
     features: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ REQUEST = {
 }
 
 
-async def decide(folder: Path) -> dict[str, object]:
+async def decide(folder: Path, model: str | None = None) -> dict[str, object]:
     settings = Settings(model=[str(folder)], device="cpu", dtype="float32")
     app = create_app(settings, manifests=[find_manifest(str(folder), settings.models_dir)])
     async with LifespanManager(app):
@@ -35,7 +35,7 @@ async def decide(folder: Path) -> dict[str, object]:
                     break
                 await asyncio.sleep(0.05)
             assert health["status"] == "ok", health
-            response = await client.post("/v1/systemone", json=REQUEST)
+            response = await client.post("/v1/systemone", json=REQUEST | ({"model": model} if model else {}))
             assert response.status_code == 200, response.text
             return response.json()  # type: ignore[no-any-return]
 
@@ -53,3 +53,12 @@ def test_family_checkpoint_answers_over_http(name: str, checkpoints: dict[str, P
     assert list(anger) == ["0", "1", "2"] and abs(sum(anger.values()) - 1.0) < 1e-3
     assert 0.0 <= answers["anger"]["score"] <= 2.0
     assert body["usage"]["input_tokens"] > 20
+
+
+@pytest.mark.parametrize(
+    "name,alias", [("kev", "kev-latest"), ("wev", "wev-latest"), ("strands", "strands-decider-latest")]
+)
+def test_the_family_default_name_reaches_the_checkpoint(name: str, alias: str, checkpoints: dict[str, Path]) -> None:
+    """Regression: a request naming ``kev-latest`` (the default of Kev's own client) got a 400."""
+    body = asyncio.run(decide(checkpoints[name], model=alias))
+    assert body["model"] == checkpoints[name].name

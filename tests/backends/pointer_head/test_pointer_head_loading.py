@@ -74,11 +74,13 @@ def test_option_isolation_on_a_hybrid_base_is_refused(checkpoints: dict[str, Pat
         load(folder)
 
 
-def test_adapter_with_trainable_token_rows_is_refused(checkpoints: dict[str, Path], tmp_path: Path, load: Load) -> None:
+def test_adapter_with_whole_trained_modules_is_refused(
+    checkpoints: dict[str, Path], tmp_path: Path, load: Load
+) -> None:
     folder = copy(checkpoints, "kev", tmp_path)
     config = json.loads((folder / "adapter_config.json").read_text())
     (folder / "adapter_config.json").write_text(json.dumps(config | {"modules_to_save": ["embed_tokens"]}))
-    with pytest.raises(ManifestError, match=r"adapter_config\.json: the adapter trains token rows .*modules_to_save"):
+    with pytest.raises(ManifestError, match=r"adapter_config\.json: the adapter trains whole modules"):
         load(folder)
 
 

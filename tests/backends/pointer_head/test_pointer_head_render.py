@@ -38,7 +38,10 @@ def ids(text: str) -> list[int]:
 
 def test_flatten_follows_the_yaml_like_rules() -> None:
     value = {"name": "  Ada ", "seats": 3, "ratio": 1.0, "on": True, "none": None, "tags": ["a", {"b": 2}]}
-    assert flatten(value) == "name:   Ada \nseats: 3\nratio: 1.0\non: True\nnone: \ntags:\n  - a\n  -\n    b: 2"
+    assert flatten(value) == "name:   Ada \nseats: 3\nratio: 1.0\non: True\nnone: \ntags:\n  - a\n  - b: 2"
+    # an object or list item starts on its dash line; an empty container value is `key:` and an empty line
+    assert flatten([{"from": "customer", "to": "us"}, ["x", "y"]]) == "- from: customer\n  to: us\n- - x\n  - y"
+    assert flatten({"a": {}, "b": []}) == "a:\n\nb:\n"
     assert flatten("  as is  ") == "  as is  "
     assert flatten(None) == ""
     assert flatten(False) == "False"
@@ -50,9 +53,11 @@ def test_strands_text_strips_strings_and_indents_json() -> None:
     assert strands_text(None) == ""
 
 
-def test_escape_defuses_every_delimiter_shape() -> None:
+def test_escape_defuses_delimiter_names_only() -> None:
     assert escape("<|fim_suffix|> and <|im_start|>") == "<\u00a6fim_suffix\u00a6> and <\u00a6im_start\u00a6>"
     assert escape("a | b < c > d") == "a | b < c > d"
+    # Kev rewrites only names of letters, digits and underscores
+    assert escape("<|a-b|> <||> <|x y|> <|é|>") == "<|a-b|> <||> <|x y|> <|é|>"
 
 
 @pytest.mark.parametrize("family", ["kev", "wev"])
@@ -73,27 +78,46 @@ def test_golden_layout_kev_and_openjev(family: str, backends: Callable[..., Poin
     assert [b.query for b in layout.branches] == [14, 11, 10]
 
 
-def test_golden_layout_strands(backends: Callable[..., PointerHeadBackend]) -> None:
-    layout = backends("strands").prepare(Work(STATE, QUESTIONS)).features
-    state_json = '{ " ticket " : " charged twice " , " priority " : 3 , " flags " : [ true , null ] }'
-    assert list(layout.state) == ids("< state >") + ids(state_json) + ids("< / state >")
-    noul_head = ids('< question type = " noul " >') + ids("Decide whether the statement is true or false .")
-    noul_lines = [ids("1 . false — the statement is false"), ids("2 . true — very urgent")]
-    close = ids("< / question > < answer >")
-    noul = noul_head + ids("is it urgent ?") + noul_lines[0] + noul_lines[1] + close
-    assert list(layout.branches[0].ids) == noul
-    start = len(noul_head) + len(ids("is it urgent ?"))
-    # option j's key: the last token wholly inside its line ("false", "urgent"); the query: the last token
-    assert layout.branches[0].keys == (
-        start + len(noul_lines[0]) - 1,
-        start + len(noul_lines[0]) + len(noul_lines[1]) - 1,
+def test_golden_text_strands(backends: Callable[..., PointerHeadBackend]) -> None:
+    """strands-decider 0.2.0's template word for word (``prompting.py``), written out by hand."""
+    renderer = backends("strands").renderer
+    assert renderer.state_text(STATE) == (
+        '<state>\n{\n  "ticket": "charged twice",\n  "priority": 3,\n  "flags": [\n    true,\n    null\n  ]\n}\n'
+        "</state>\n"
     )
-    assert layout.branches[0].query == len(noul) - 1
-    choice_lines = ids("1 . billing — payments") + ids("2 . technical")
-    assert list(layout.branches[1].ids)[-len(choice_lines) - len(close) : -len(close)] == choice_lines
-    score_lines = ids("1 . 0 — calm") + ids("2 . 1 — very angry")
-    assert list(layout.branches[2].ids)[-len(score_lines) - len(close) : -len(close)] == score_lines
-    assert layout.branches[2].keys[1] == len(layout.branches[2].ids) - len(close) - 1  # "angry"
+    noul = Question("noul", " is it urgent ? ", (Option("false", None, given=False), Option("true", "very\n urgent")))
+    text, spans = renderer.question_text(noul)
+    assert text == (
+        '<question type="noul">\nDecide whether the statement is true of the state.\nis it urgent ?\n<options>\n'
+        "1. false \u2014 the statement does not hold for this state\n2. true \u2014 very urgent\n</options>\n"
+        "</question>\n<answer>"
+    )
+    assert [text[a:b] for a, b in spans] == [
+        "1. false \u2014 the statement does not hold for this state",
+        "2. true \u2014 very urgent",
+    ]
+    # an explicit null side reads as an empty description; an empty instructions line is kept
+    explicit = Question("noul", None, (Option("false", None, given=True), Option("true", None, given=False)))
+    assert renderer.question_text(explicit)[0].split("\n")[2:6] == [
+        "",
+        "<options>",
+        "1. false",
+        "2. true \u2014 the statement holds for this state",
+    ]
+    choice_text, _ = renderer.question_text(QUESTIONS[1])
+    assert choice_text.split("\n")[1] == "Select exactly one option."
+    assert "\n1. billing \u2014 payments\n2. technical\n</options>\n" in choice_text
+    score_text, _ = renderer.question_text(QUESTIONS[2])
+    assert score_text.split("\n")[1] == "Rate the state against the ordered levels below (lowest first)."
+    assert "\n1. 0 \u2014 calm\n2. 1 \u2014 very angry\n" in score_text
+
+
+def test_strands_keys_are_the_last_token_of_each_option_line(backends: Callable[..., PointerHeadBackend]) -> None:
+    layout = backends("strands").prepare(Work(STATE, QUESTIONS)).features
+    choice = layout.branches[1]
+    # "1. billing — payments" ends with "payments"; "2. technical" ends with "technical"
+    assert [choice.ids[k] for k in choice.keys] == [V["payments"], V["technical"]]
+    assert choice.query == len(choice.ids) - 1 and choice.ids[-1] == V[">"]
 
 
 @pytest.mark.parametrize("family", ["kev", "wev"])
@@ -108,7 +132,18 @@ def test_a_caller_cannot_forge_a_delimiter(family: str, backends: Callable[..., 
     assert layout.branches[0].keys[1] == len(layout.branches[0].ids) - 2
 
 
-def test_strands_escapes_special_tokens_too(backends: Callable[..., PointerHeadBackend]) -> None:
+def test_strands_does_not_escape(backends: Callable[..., PointerHeadBackend]) -> None:
+    """strands-decider reads ``<|...|>`` in user text as its tokenizer does (no escape), as upstream."""
     question = Question("noul", "<|fim_suffix|>", (Option("false", None), Option("true", "<|box_end|>")))
     layout = backends("strands").prepare(Work("<|fim_prefix|>", (question,))).features
-    assert not {FP, FM, BS, BE, FS} & set(layout.sequence())
+    assert FP in layout.state and FS in layout.branches[0].ids
+
+
+@pytest.mark.parametrize("family", ["kev", "wev", "strands"])
+def test_a_lone_surrogate_is_a_400_not_a_crash(family: str, backends: Callable[..., PointerHeadBackend]) -> None:
+    """Regression: a lone surrogate (valid JSON: ``"\\ud800"``) reached the tokenizer, which raised TypeError."""
+    from decisiond.errors import ApiUsageError
+
+    question = Question("choice", "which", (Option("billing", "a\ud800b"), Option("other", None)))
+    with pytest.raises(ApiUsageError, match=r"lone surrogate \(U\+D800\)"):
+        backends(family).prepare(Work({"state": "ok"}, (question,)))

@@ -34,7 +34,7 @@ from ..base import Backend, Prepared, TokenLimits, Work
 from .families import Isolation, parse_options
 from .head import PointerHead
 from .loading import load_checkpoint
-from .render import DelimitedRenderer, Layout, Renderer, StrandsRenderer
+from .render import DECIDE, NO_OPTION, DelimitedRenderer, Layout, Renderer, StrandsRenderer
 
 
 class PointerHeadBackend(Backend):
@@ -46,7 +46,12 @@ class PointerHeadBackend(Backend):
         head (PointerHead): float32.
         renderer (Renderer): the family's rendering.
         hybrid (bool): the trunk has recurrent layers (packed isolation refused).
-        isolation (Isolation, optional): see the module docstring. Defaults to ``auto``.
+        isolation (Isolation, optional): see the module docstring. Defaults to ``auto``: packed
+            on attention-only bases, prefix on hybrid or sliding-window ones.
+        sliding (bool, optional): the trunk has sliding-window layers, whose window a packed
+            block mask would replace (packed isolation refused). Defaults to False.
+        option_isolation (bool, optional): the renderer lays options side by side (Kev's
+            ``option_isolation``); only the packed form has the per-option mask. Defaults to False.
         temperatures (dict[str, float], optional): per question type. Defaults to 1 for each.
         family_limits (dict[str, int], optional): max_state_tokens, max_branch_tokens,
             max_prompt_tokens the checkpoint declares.
@@ -55,7 +60,8 @@ class PointerHeadBackend(Backend):
         **kwargs: device, dtype, limits for :class:`Backend`.
 
     Raises:
-        ValueError: packed isolation on a hybrid base.
+        ValueError: packed isolation on a hybrid or sliding-window base; option isolation in
+            another form than packed.
     """
 
     family = "pointer_head"
@@ -72,15 +78,27 @@ class PointerHeadBackend(Backend):
         family_limits: dict[str, int] | None = None,
         pad_id: int = 0,
         prefix_cache_entries: int = 8,
+        sliding: bool = False,
+        option_isolation: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if isolation == "auto":
-            isolation = "prefix" if hybrid else "packed"
+            isolation = "prefix" if (hybrid or sliding) and not option_isolation else "packed"
+        if option_isolation and isolation != "packed":
+            raise ValueError(
+                f'option_isolation needs isolation "packed" (its per-option mask), not {isolation!r}; '
+                "serve the checkpoint on an attention-only base without a sliding window"
+            )
         if isolation == "packed" and hybrid:
             raise ValueError(
                 'isolation "packed" needs an attention-only base; a hybrid base\'s recurrent layers ignore masks '
                 '(use isolation "prefix" or "rows")'
+            )
+        if isolation == "packed" and sliding:
+            raise ValueError(
+                'isolation "packed" would replace the sliding window of this base\'s sliding-window layers with '
+                'one block mask (use isolation "prefix" or "rows")'
             )
         self.isolation: Isolation = isolation
         self.hybrid = hybrid
@@ -116,9 +134,10 @@ class PointerHeadBackend(Backend):
         loaded = load_checkpoint(folder, options.family, options, dtype=dtype)
         renderer: Renderer
         if options.family == "strands":
-            renderer = StrandsRenderer(loaded.tokenizer, options.strands)
+            fit = loaded.limits.get("max_prompt_tokens") if options.strands_window == "fit" else None
+            renderer = StrandsRenderer(loaded.tokenizer, options.strands, fit_window=fit)
         else:
-            renderer = DelimitedRenderer(loaded.tokenizer, options.delimiters)
+            renderer = DelimitedRenderer(loaded.tokenizer, options.delimiters, option_isolation=loaded.option_isolation)
         pad = loaded.tokenizer.pad_token_id
         return cls(
             loaded.trunk,
@@ -130,6 +149,8 @@ class PointerHeadBackend(Backend):
             family_limits=loaded.limits,
             pad_id=int(pad) if pad is not None else 0,
             prefix_cache_entries=options.prefix_cache_entries,
+            sliding=loaded.sliding,
+            option_isolation=loaded.option_isolation,
             device=device,
             dtype=dtype,
             limits=limits,
@@ -176,7 +197,10 @@ class PointerHeadBackend(Backend):
         self.limits.check(state, state + branches)
         self._check_family_limits(layout)
         cost = state * len(layout.branches) + branches if self.isolation == "rows" else state + branches
-        return Prepared(work, input_tokens=state + branches, cost=cost, features=layout)
+        extra = {"x_window_fit": {f"{part}_tokens_dropped": n for part, n in layout.dropped.items()}}
+        return Prepared(
+            work, input_tokens=state + branches, cost=cost, features=layout, extra=extra if layout.dropped else {}
+        )
 
     # ---------------------------------------------------------------- model stage
 
@@ -196,22 +220,24 @@ class PointerHeadBackend(Backend):
 
     def _packed(self, layouts: Sequence[Layout]) -> tuple[torch.Tensor, list[int], list[int]]:
         """One row per request; returns hidden ``[B·T, d]`` and flat query/key indices into it."""
-        rows, segments, positions = [], [], []
+        rows, segments, positions, spans = [], [], [], []
         queries: list[int] = []
         keys: list[int] = []
         for layout in layouts:
             s = len(layout.state)
-            seg, pos = [0] * s, list(range(s))
+            seg, pos, span = [0] * s, list(range(s)), [NO_OPTION] * s
             offset = s
             for number, branch in enumerate(layout.branches, start=1):
                 seg += [number] * len(branch.ids)
-                pos += range(s, s + len(branch.ids))
+                pos += [s + p for p in branch.positions] if branch.positions else range(s, s + len(branch.ids))
+                span += branch.spans or [NO_OPTION] * len(branch.ids)
                 queries.append(offset + branch.query)
                 keys.extend(offset + k for k in branch.keys)
                 offset += len(branch.ids)
             rows.append(layout.sequence())
             segments.append(seg)
             positions.append(pos)
+            spans.append(span)
         ids, _ = self._pad(rows)
         width = ids.shape[1]
         seg_t = torch.full(ids.shape, -1, dtype=torch.int64)
@@ -223,6 +249,8 @@ class PointerHeadBackend(Backend):
         causal = torch.ones(width, width, dtype=torch.bool, device=self.device).tril()  # [T, T]
         seg_q, seg_k = seg_t.unsqueeze(2), seg_t.unsqueeze(1)  # [B, T, 1], [B, 1, T]
         allowed = causal & (seg_k >= 0) & ((seg_k == 0) | (seg_k == seg_q))  # [B, T, T]
+        if any(b.spans for layout in layouts for b in layout.branches):
+            allowed &= self._option_mask(spans, ids.shape)
         allowed |= torch.eye(width, dtype=torch.bool, device=self.device)  # padding rows see themselves
         mask = torch.zeros(allowed.shape, dtype=self.dtype, device=self.device)
         mask.masked_fill_(~allowed, torch.finfo(self.dtype).min)
@@ -236,6 +264,16 @@ class PointerHeadBackend(Backend):
             [o + q for o, q in zip(owner_q, queries, strict=True)],
             [o + k for o, k in zip(owner_k, keys, strict=True)],
         )
+
+    def _option_mask(self, spans: list[list[int]], shape: torch.Size) -> torch.Tensor:
+        """Kev's option isolation (``kev/model.py`` ``branch_mask_batch``): a token may read an option
+        token only if it is in the same option or is the decide token. ``[B, T, T]`` bool."""
+        option = torch.full(shape, NO_OPTION, dtype=torch.int64)
+        for i, span in enumerate(spans):
+            option[i, : len(span)] = torch.tensor(span)
+        option = option.to(self.device)
+        query, key = option.unsqueeze(2), option.unsqueeze(1)  # [B, T, 1], [B, 1, T]
+        return (key < 0) | (query == DECIDE) | (query == key)
 
     def _rows(self, layouts: Sequence[Layout]) -> tuple[torch.Tensor, list[int], list[int]]:
         """One row per question (state + branch), no cache."""

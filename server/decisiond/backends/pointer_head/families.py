@@ -20,10 +20,20 @@ Isolation = Literal["auto", "packed", "rows", "prefix"]
 #: File whose presence in a checkpoint folder names its family, checked in this order.
 FAMILY_FILES: tuple[tuple[str, Family], ...] = (
     ("strands_decider_config.json", "strands"),
+    ("hobson_config.json", "strands"),  # strands-decider checkpoints saved before the rename
     ("wev.json", "wev"),
     ("webdecide.json", "wev"),
     ("head.pt", "kev"),
 )
+
+#: The names each family's own server answers to by default (Kev's ``kev/api.py``, OpenJev's
+#: ``wev/api.py``, strands-decider's ``schema.py``): a checkpoint folder served without a manifest
+#: answers to its family's. When two served checkpoints share one, the first listed gets it.
+FAMILY_ALIASES: dict[Family, tuple[str, ...]] = {
+    "kev": ("kev-latest",),
+    "wev": ("wev-latest",),
+    "strands": ("strands-decider-latest",),
+}
 
 #: The five delimiter tokens of Kev and OpenJev, by role (spec/pointer-head.md, "Rendering").
 KEV_DELIMITERS: dict[str, str] = {
@@ -36,13 +46,15 @@ KEV_DELIMITERS: dict[str, str] = {
 
 
 class StrandsTemplate(BaseModel):
-    """The plain-text prompt of strands-decider, one per question (every field overridable).
+    """The plain-text prompt of strands-decider 0.2.0, word for word (every field overridable).
 
-    The prompt of a question is ``state_block`` (the state text in ``{state}``) followed by
-    ``question_open`` (``{kind}``), the type's header line, the instructions line, one line per
-    option from ``option_line`` (``{number}``, ``{name}``, ``{description}``) or
-    ``option_line_bare`` when the option has no description, and ``question_close``. Lines end
-    with ``"\\n"``; the query is the prompt's last token.
+    Source: PyPI ``strands-decider`` 0.2.0, ``strands_decider/prompting.py`` (``render_state``,
+    ``render_question``, ``_option_block``). A question's prompt is ``state_block`` (the state text
+    in ``{state}``), then these lines joined by ``"\\n"``: ``question_open`` (``{kind}``), the type's
+    header, the instructions (kept even when empty), ``options_open``, one line per option from
+    ``option_line`` (``{number}``, ``{name}``, ``{description}``) or ``option_line_bare`` when the
+    description is empty, ``options_close``, and finally ``question_close``. The query is the
+    prompt's last token.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -51,15 +63,21 @@ class StrandsTemplate(BaseModel):
     question_open: str = '<question type="{kind}">'
     headers: dict[str, str] = Field(
         default_factory=lambda: {
-            "noul": "Decide whether the statement is true or false.",
-            "choice": "Choose the one option that fits best.",
-            "score": "Place the state on the scale.",
+            "noul": "Decide whether the statement is true of the state.",
+            "choice": "Select exactly one option.",
+            "score": "Rate the state against the ordered levels below (lowest first).",
         }
     )
-    option_line: str = "{number}. {name} — {description}"
+    options_open: str = "<options>"
+    option_line: str = "{number}. {name} \u2014 {description}"
     option_line_bare: str = "{number}. {name}"
+    options_close: str = "</options>"
+    #: The noul sides' texts when the request leaves a side out (an explicit null reads as empty).
     noul_descriptions: dict[str, str] = Field(
-        default_factory=lambda: {"false": "the statement is false", "true": "the statement is true"}
+        default_factory=lambda: {
+            "false": "the statement does not hold for this state",
+            "true": "the statement holds for this state",
+        }
     )
     question_close: str = "</question>\n<answer>"
 
@@ -83,6 +101,10 @@ class PointerHeadOptions(BaseModel):
         max_state_tokens / max_branch_tokens / max_prompt_tokens: per-request token limits
             (a 400 above them); None for none beyond the server's.
         prefix_cache_entries: state caches kept between requests (prefix isolation); 0 disables.
+        strands_window: a strands-decider request over the checkpoint's window (``max_length``,
+            3,072 tokens): ``refuse`` (400 ``max_tokens_exceeded``, upstream's ``strict_window``) or
+            ``fit`` (cut as upstream's engine does by default; the response reports the cut in
+            ``x_window_fit``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -101,6 +123,7 @@ class PointerHeadOptions(BaseModel):
     max_branch_tokens: int | None = Field(default=None, ge=1)
     max_prompt_tokens: int | None = Field(default=None, ge=1)
     prefix_cache_entries: int = Field(default=8, ge=0)
+    strands_window: Literal["refuse", "fit"] = "refuse"
 
 
 def parse_options(raw: dict[str, Any], *, source: str) -> PointerHeadOptions:
@@ -123,8 +146,8 @@ def parse_options(raw: dict[str, Any], *, source: str) -> PointerHeadOptions:
 def detect_family(folder: Path) -> Family | None:
     """The family of a checkpoint folder from the files it holds, or None when it is none of them.
 
-    ``strands_decider_config.json`` → strands; ``wev.json`` or ``webdecide.json`` → wev;
-    ``head.pt`` → kev.
+    ``strands_decider_config.json`` or the legacy ``hobson_config.json`` → strands; ``wev.json``
+    or ``webdecide.json`` → wev; ``head.pt`` → kev.
     """
     if not folder.is_dir():
         return None

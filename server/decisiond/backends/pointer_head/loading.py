@@ -39,6 +39,8 @@ class Checkpoint:
         head (PointerHead): float32.
         temperatures (dict[str, float]): per question type (noul, choice, score).
         hybrid (bool): the trunk has recurrent (linear-attention) layers.
+        sliding (bool): the trunk has sliding-window attention layers.
+        option_isolation (bool): Kev's option isolation (options side by side, per-option mask).
         limits (dict[str, int]): family token limits (max_state_tokens, max_branch_tokens,
             max_prompt_tokens) the checkpoint declares.
     """
@@ -49,12 +51,23 @@ class Checkpoint:
     temperatures: dict[str, float]
     hybrid: bool
     limits: dict[str, int] = field(default_factory=dict)
+    sliding: bool = False
+    option_isolation: bool = False
 
 
 def is_hybrid(config: Any) -> bool:
     """Whether a config declares recurrent layers (Qwen3.5's Gated DeltaNet) beside attention."""
     layer_types = getattr(config, "layer_types", None) or []
     return any(t not in _ATTENTION_LAYERS for t in layer_types)
+
+
+def has_sliding_window(config: Any) -> bool:
+    """Whether a config declares sliding-window attention layers (Gemma-style, or Qwen's
+    ``use_sliding_window``). A custom 4-D mask replaces the sliding-window mask of every layer, so
+    such a trunk must run in the row or prefix form."""
+    if "sliding_attention" in (getattr(config, "layer_types", None) or []):
+        return True
+    return bool(getattr(config, "use_sliding_window", False) and getattr(config, "sliding_window", None))
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -130,9 +143,12 @@ def load_trunk(path: Path, *, merged: bool = False) -> torch.nn.Module:
 def check_adapter(adapter: Path) -> None:
     """Refuse adapters the merge cannot reproduce.
 
+    Adapters with trained token rows (``trainable_token_indices``: Kev's ``special_embeddings``,
+    the delimiter embeddings) are accepted: PEFT's merge writes those rows into the embedding
+    table, which is what running the adapter unmerged computes.
+
     Raises:
-        ManifestError: no adapter files, or trainable token rows (``modules_to_save``,
-            ``trainable_token_indices``).
+        ManifestError: no adapter files, or whole modules trained (``modules_to_save``).
     """
     config_path = adapter / "adapter_config.json"
     if not config_path.is_file() or not (adapter / "adapter_model.safetensors").is_file():
@@ -141,11 +157,10 @@ def check_adapter(adapter: Path) -> None:
             "copy the whole checkpoint folder"
         )
     config = read_json(config_path)
-    if config.get("modules_to_save") or config.get("trainable_token_indices"):
+    if config.get("modules_to_save"):
         raise ManifestError(
-            f"{config_path}: the adapter trains token rows or whole modules (modules_to_save / "
-            "trainable_token_indices), which a LoRA merge does not reproduce; expected a plain LoRA adapter. "
-            "Export the checkpoint with merged weights and serve that instead"
+            f"{config_path}: the adapter trains whole modules (modules_to_save), which decisiond does not load; "
+            "expected a LoRA adapter. Export the checkpoint with merged weights and serve that instead"
         )
 
 
@@ -182,10 +197,31 @@ def _adapter_targets_decoder(adapter: Path) -> bool:
         return not any(k.startswith("base_model.model.model.") for k in handle.keys())
 
 
-def lora_trunk(base_path: Path, adapter: Path) -> torch.nn.Module:
-    """The base's decoder with the adapter merged in float32."""
+def truncate_layers(trunk: torch.nn.Module, keep: Any, *, source: str) -> None:
+    """Keep the first ``keep`` decoder layers (the final norm stays), as OpenJev's ``keep_layers``
+    does (``wev/model.py`` ``truncate_layers``); None or 0 keeps them all.
+
+    Raises:
+        ManifestError: ``keep`` is not an integer in ``1..len(layers)``.
+    """
+    if keep in (None, 0):
+        return
+    layers = getattr(trunk, "layers", None)
+    if layers is None or isinstance(keep, bool) or not isinstance(keep, int) or not 0 < keep <= len(layers):
+        count = len(layers) if layers is not None else 0
+        raise ManifestError(f"{source}: keep_layers is {keep!r}, expected an integer in 1..{count}")
+    trunk.layers = torch.nn.ModuleList(list(layers)[:keep])
+    trunk.config.num_hidden_layers = keep
+    if getattr(trunk.config, "layer_types", None):
+        trunk.config.layer_types = trunk.config.layer_types[:keep]
+
+
+def lora_trunk(base_path: Path, adapter: Path, *, keep_layers: Any = None, source: str = "") -> torch.nn.Module:
+    """The base's decoder (its first ``keep_layers`` layers when given) with the adapter merged in
+    float32."""
     check_adapter(adapter)
     model = AutoModelForCausalLM.from_pretrained(base_path, dtype=torch.float32, local_files_only=True)
+    truncate_layers(_decoder(model), keep_layers, source=source or str(adapter))
     if _adapter_targets_decoder(adapter):
         return merge_adapter(_decoder(model), adapter)
     return _decoder(merge_adapter(model, adapter))
@@ -203,7 +239,7 @@ def load_tokenizer(path: Path | str, *, source: str) -> PreTrainedTokenizerBase:
         raise ManifestError(f"{source}: no tokenizer in {path} ({exc}); copy the tokenizer files there") from exc
 
 
-def _temperatures(scalar: Any, by_kind: Any, options: PointerHeadOptions, source: str) -> dict[str, float]:
+def temperatures(scalar: Any, by_kind: Any, options: PointerHeadOptions, source: str) -> dict[str, float]:
     base = options.temperature if options.temperature is not None else scalar
     if isinstance(base, dict):
         by_kind, base = base, None
@@ -217,21 +253,20 @@ def _temperatures(scalar: Any, by_kind: Any, options: PointerHeadOptions, source
     return temps
 
 
-def refuse_option_isolation(hybrid: bool, source: str) -> None:
-    """Refuse ``option_isolation: true``: recurrent layers cannot be masked, and the per-option mask
-    of attention-only bases is not implemented (its position layout is not published).
+def refuse_option_isolation(source: str) -> None:
+    """Refuse ``option_isolation: true`` on a hybrid base: its recurrent layers cannot be masked
+    (Kev refuses it too, ``kev/model.py`` ``DecisionModel``).
 
     Raises:
         ManifestError: always.
     """
-    where = "a hybrid base (its recurrent layers cannot be masked)" if hybrid else "decisiond (not implemented yet)"
     raise ManifestError(
-        f"{source}: option_isolation is true, which {where} does not support; expected option_isolation false. "
-        "Serve a checkpoint trained without option isolation"
+        f"{source}: option_isolation is true, which a hybrid base (its recurrent layers cannot be masked) does not "
+        "support; expected option_isolation false. Serve a checkpoint trained without option isolation"
     )
 
 
-def _refuse_head_type(head_type: Any, source: str) -> None:
+def refuse_head_type(head_type: Any, source: str) -> None:
     if head_type == "set":
         raise ManifestError(
             f'{source}: head_type "set" is the experimental set head, which decisiond does not implement; '
@@ -242,7 +277,7 @@ def _refuse_head_type(head_type: Any, source: str) -> None:
 
 
 @dataclass
-class _Plan:
+class Plan:
     """What a family's metadata says, before anything heavy loads."""
 
     trunk: torch.nn.Module
@@ -255,100 +290,22 @@ class _Plan:
     option_isolation: bool = False
     special_embeddings: Any = None
     limits: dict[str, int] = field(default_factory=dict)
+    force_bos: bool = False
 
 
-def _plan_kev(folder: Path, options: PointerHeadOptions) -> _Plan:
-    source = folder / "head.pt"
-    meta = read_head_pt(source)
-    full = meta.get("weights") == "full"
-    base_id = options.base or meta.get("base")
-    revision = options.base_revision or meta.get("base_revision")
-    if not base_id:
-        raise ManifestError(f"{source} names no `base`; set `base` in a manifest to the base's folder or Hub id")
-    base = resolve_base(str(base_id), revision, checkpoint=folder, source=str(source))
-    if meta.get("option_isolation"):
-        refuse_option_isolation(is_hybrid(_config_of(folder if full else base)), str(source))
-    if full:
-        trunk = load_trunk(folder)
-    else:
-        lora = meta.get("lora")
-        adapter = folder / lora if isinstance(lora, str) and (folder / lora).is_dir() else folder
-        if not (adapter / "adapter_config.json").is_file() and (folder / "lora").is_dir():
-            adapter = folder / "lora"
-        trunk = lora_trunk(base, adapter)
-    return _Plan(
-        trunk=trunk,
-        tokenizer_path=base,
-        head_tensors=meta["head"],
-        head_source=str(source),
-        head_dim=options.head_dim or int(meta.get("head_dim", 256)),
-        norm=False,
-        temperatures=_temperatures(meta.get("temperature"), None, options, str(source)),
-        option_isolation=bool(meta.get("option_isolation", False)),
-        special_embeddings=meta.get("special_embeddings"),
-    )
-
-
-def _plan_wev(folder: Path, options: PointerHeadOptions) -> _Plan:
-    source = folder / "wev.json" if (folder / "wev.json").is_file() else folder / "webdecide.json"
-    meta = read_json(source)
-    if meta.get("format", "wev") not in ("wev", "webdecide"):
-        raise ManifestError(f'{source}: format {meta.get("format")!r}, expected "wev"; is this an OpenJev export?')
-    _refuse_head_type(meta.get("head_type"), str(source))
-    trunk = load_trunk(folder, merged=True)
-    keep = meta.get("keep_layers")
-    layers = getattr(trunk, "layers", None)
-    if isinstance(keep, int) and layers is not None and 0 < keep < len(layers):
-        trunk.layers = layers[:keep]
-        trunk.config.num_hidden_layers = keep
-        if getattr(trunk.config, "layer_types", None):
-            trunk.config.layer_types = trunk.config.layer_types[:keep]
-    limits = {}
-    if meta.get("max_state"):
-        limits["max_state_tokens"] = int(meta["max_state"])
-    if meta.get("max_branch"):
-        limits["max_branch_tokens"] = int(meta["max_branch"])
-    return _Plan(
-        trunk=trunk,
-        tokenizer_path=folder,
-        head_tensors=load_file(str(folder / "head.safetensors")),
-        head_source=str(folder / "head.safetensors"),
-        head_dim=options.head_dim or int(meta.get("head_dim", 256)),
-        norm=False,
-        temperatures=_temperatures(meta.get("temperature"), None, options, str(source)),
-        limits=limits,
-    )
-
-
-def _plan_strands(folder: Path, options: PointerHeadOptions) -> _Plan:
-    source = folder / "strands_decider_config.json"
-    meta = read_json(source)
-    _refuse_head_type(meta.get("head_type"), str(source))
-    base_id = options.base or meta.get("base_model")
-    if not base_id:
-        raise ManifestError(f"{source} names no `base_model`; set `base` in a manifest")
-    base = resolve_base(
-        str(base_id), options.base_revision or meta.get("base_revision"), checkpoint=folder, source=str(source)
-    )
-    trunk = lora_trunk(base, folder / "lora")
-    limits = {"max_prompt_tokens": int(meta["max_length"])} if meta.get("max_length") else {}
-    return _Plan(
-        trunk=trunk,
-        tokenizer_path=folder,
-        head_tensors=load_file(str(folder / "head.safetensors")),
-        head_source=str(folder / "head.safetensors"),
-        head_dim=options.head_dim or int(meta.get("pointer_dim", 256)),
-        norm=True,
-        temperatures=_temperatures(meta.get("temperature"), meta.get("temperature_by_kind"), options, str(source)),
-        limits=limits,
-    )
-
-
-def _config_of(folder: Path) -> Any:
+def config_of(folder: Path) -> Any:
     return AutoConfig.from_pretrained(folder, local_files_only=True)
 
 
-_PLANS = {"kev": _plan_kev, "wev": _plan_wev, "strands": _plan_strands}
+def _plan(folder: Path, family: Family, options: PointerHeadOptions) -> Plan:
+    # the family modules build on this module's helpers, so they are imported here
+    if family == "strands":
+        from .strands import plan_strands
+
+        return plan_strands(folder, options)
+    from .kev import plan_kev, plan_wev
+
+    return (plan_kev if family == "kev" else plan_wev)(folder, options)
 
 
 def _write_special_embeddings(
@@ -384,12 +341,18 @@ def load_checkpoint(folder: Path, family: Family, options: PointerHeadOptions, *
         ManifestError: a missing base or file, a mismatched head, a "set" head, option
             isolation on a hybrid base, an adapter with trainable token rows.
     """
-    plan = _PLANS[family](folder, options)
+    plan = _plan(folder, family, options)
     tokenizer = load_tokenizer(options.tokenizer or plan.tokenizer_path, source=plan.head_source)
     config = plan.trunk.config
     hybrid = is_hybrid(config)
-    if plan.option_isolation:
-        refuse_option_isolation(hybrid, plan.head_source)
+    if plan.option_isolation and hybrid:
+        refuse_option_isolation(plan.head_source)
+    if plan.force_bos:
+        from .strands import ensure_bos
+
+        ensure_bos(tokenizer, source=plan.head_source)
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        tokenizer.pad_token = tokenizer.eos_token  # as strands-decider does; padding is masked either way
     if plan.special_embeddings:
         _write_special_embeddings(plan.trunk, plan.special_embeddings, tokenizer, plan.head_source)
     head = PointerHead.from_tensors(
@@ -416,4 +379,13 @@ def load_checkpoint(folder: Path, family: Family, options: PointerHeadOptions, *
         "hybrid" if hybrid else "attention-only",
         plan.head_dim,
     )
-    return Checkpoint(trunk, tokenizer, head, plan.temperatures, hybrid, limits)
+    return Checkpoint(
+        trunk,
+        tokenizer,
+        head,
+        plan.temperatures,
+        hybrid,
+        limits,
+        sliding=has_sliding_window(config),
+        option_isolation=plan.option_isolation,
+    )
