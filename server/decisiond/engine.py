@@ -29,7 +29,7 @@ import torch
 from .backends.base import Backend, Prepared
 from .errors import InternalError, Overloaded
 from .memory import TRIM_INTERVAL_S, release_free_memory
-from .readout import Readout, read
+from .readout import Readout, combine, read, read_boxes
 
 log = logging.getLogger("decisiond.engine")
 
@@ -315,13 +315,22 @@ class Engine:
             start = stop
 
     def _compute(self, batch: list[_Job]) -> Readout:
-        """Forward and readout for ``batch``, checking one logit per slot."""
+        """Forward and readout for ``batch``, checking one logit per slot and candidates for every box."""
         questions = [q for job in batch for q in job.prepared.work.questions]
-        logits = self.backend.forward([job.prepared for job in batch])
+        output = self.backend.forward([job.prepared for job in batch])
+        logits = output if isinstance(output, torch.Tensor) else output.slots
         expected = sum(job.prepared.work.num_slots for job in batch)
         if logits.numel() != expected:
             raise RuntimeError(f"the backend gave {logits.numel()} logits for {expected} slots")
-        return read(logits, [q.size for q in questions], [self.backend.temperature(q.kind) for q in questions])
+        slots = [q for q in questions if q.kind != "box"]
+        readout = read(logits, [q.size for q in slots], [self.backend.temperature(q.kind) for q in slots])
+        if len(slots) == len(questions):
+            return readout
+        boxes = [q for q in questions if q.kind == "box"]
+        if isinstance(output, torch.Tensor) or len(output.boxes.sizes) != len(boxes):
+            raise RuntimeError(f"the backend gave no candidates for some of the {len(boxes)} box questions")
+        located = read_boxes(output.boxes, [self.backend.temperature(q.kind) for q in boxes])
+        return combine([q.kind == "box" for q in questions], readout, located)
 
     def _fail(self, batch: list[_Job], exc: Exception, out_of_memory: bool) -> None:
         """Log a failed batch; fail its requests unless it will be split and retried."""
