@@ -222,13 +222,29 @@ async def test_model_aliases_resolve_to_the_default(fake_client: httpx.AsyncClie
         assert resp.status_code == 200 and resp.json()["model"] == "fake-1"
 
 
+async def test_the_official_sdk_headers_are_accepted_and_never_required(fake_client: httpx.AsyncClient) -> None:
+    sdk = {
+        "X-TypeSafe-SDK": "typesafe-sdk/0.7.5",
+        "X-TypeSafe-Runtime": "python/3.14.0 (linux; x86_64)",
+        "X-TypeSafe-Retry-Count": "2",
+        "TypeSafe-Danger-Zone-Images": "true",
+        "Authorization": "Bearer anything",
+    }
+    with_headers = await fake_client.post("/v1/systemone", json=body({"q": NOUL}), headers=sdk)
+    without = await fake_client.post("/v1/systemone", json=body({"q": NOUL}))
+    assert with_headers.status_code == without.status_code == 200
+    assert with_headers.json()["answers"] == without.json()["answers"]
+
+
 async def test_request_id_is_echoed_or_made(fake_client: httpx.AsyncClient) -> None:
+    """Both headers carry the one id: x-request-id, and x-typesafe-request-id, which the official SDKs read."""
     mine = await fake_client.post("/v1/systemone", json=body({"q": NOUL}), headers={"x-request-id": "abc-123"})
-    assert mine.headers["x-request-id"] == "abc-123"
+    assert mine.headers["x-request-id"] == mine.headers["x-typesafe-request-id"] == "abc-123"
     made = await fake_client.post("/v1/systemone", json={"state": 1})
     assert made.status_code == 422 and len(made.headers["x-request-id"]) >= 16
+    assert made.headers["x-typesafe-request-id"] == made.headers["x-request-id"]
     missing = await fake_client.get("/no/such/route")
-    assert missing.status_code == 404 and missing.headers["x-request-id"]
+    assert missing.status_code == 404 and missing.headers["x-request-id"] == missing.headers["x-typesafe-request-id"]
     assert missing.headers["content-type"].startswith("application/json")
 
 

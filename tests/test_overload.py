@@ -1,4 +1,5 @@
-"""Back-pressure over HTTP: a full queue answers 503 with Retry-After at once; nothing is lost or doubled."""
+"""Back-pressure over HTTP: a full queue answers 529 with Retry-After at once (as the hosted service);
+nothing is lost or doubled."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def _app(settings: Settings, backend: FakeBackend) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=transport, base_url="http://t", timeout=30)
 
 
-async def test_full_queue_gets_503_with_retry_after_and_every_request_one_answer() -> None:
+async def test_full_queue_gets_529_with_retry_after_and_every_request_one_answer() -> None:
     backend = GatedFake()
     settings = Settings(max_wait_ms=0, max_queue=4)
     async with _app(settings, backend) as client:
@@ -47,10 +48,10 @@ async def test_full_queue_gets_503_with_retry_after_and_every_request_one_answer
         responses = await asyncio.gather(*tasks)
     assert [r.headers["x-request-id"] for r in responses] == [f"r{i}" for i in range(40)]
     statuses = [r.status_code for r in responses]
-    assert set(statuses) <= {200, 503}
+    assert set(statuses) <= {200, 529}
     assert 4 <= statuses.count(200) <= 8  # the queue filled; never more than the running batch + the queue
     for r in responses:
-        if r.status_code == 503:
+        if r.status_code == 529:
             assert r.headers["retry-after"]
             assert r.json()["detail"]["error_type"] == "overloaded_error"
         else:
@@ -58,7 +59,7 @@ async def test_full_queue_gets_503_with_retry_after_and_every_request_one_answer
     assert sum(backend.calls) == statuses.count(200)  # each admitted request computed exactly once
 
 
-async def test_a_request_that_waits_too_long_gets_503_and_is_not_computed() -> None:
+async def test_a_request_that_waits_too_long_gets_529_and_is_not_computed() -> None:
     backend = GatedFake()
     settings = Settings(max_wait_ms=0, request_timeout_s=0.1)
     async with _app(settings, backend) as client:
@@ -69,6 +70,6 @@ async def test_a_request_that_waits_too_long_gets_503_and_is_not_computed() -> N
         backend.gate.set()
         assert (await first).status_code == 200
         refused = await late
-    assert refused.status_code == 503 and refused.headers["retry-after"]
+    assert refused.status_code == 529 and refused.headers["retry-after"]
     assert "waited" in refused.json()["detail"]["message"]
     assert backend.calls == [1]

@@ -5,7 +5,8 @@
 lifespan loads the configured models on a background thread while ``/health`` answers
 ``{"status": "loading"}``. Nothing loads a model at import.
 
-Every response carries ``x-request-id`` and ``server-timing`` (``prepare``, ``queue``, ``model``
+Every response carries ``x-request-id``, the same id as ``x-typesafe-request-id`` (what the
+official SDKs read), and ``server-timing`` (``prepare``, ``queue``, ``model``
 for decisions, ``total`` always), is counted in ``/metrics`` and written as one access line
 (:mod:`decisiond.logs`). With API keys configured, ``/v1/*`` and ``/metrics`` need one
 (:mod:`decisiond.auth`) and ``/health`` shows only its status.
@@ -31,8 +32,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import logs
 from .auth import bearer_auth
+from .body import BodyDecodingMiddleware, BodyLimitMiddleware
 from .config import Settings
-from .errors import ApiUsageError, DecisionError, InternalError, Overloaded, RequestTooLarge
+from .errors import ApiUsageError, DecisionError, InternalError, Unavailable
 from .manifest import Manifest, find_manifest
 from .metrics import CONTENT_TYPE, Metrics
 from .service import ServedModel, Service, load_model
@@ -41,6 +43,8 @@ from .wire import DecisionRequest, DecisionResponse, ErrorBody, ModelList
 log = logging.getLogger("decisiond.app")
 
 REQUEST_ID = "x-request-id"
+#: The request id header both official SDKs read (``response.request_id``, ``APIError.requestId``).
+TYPESAFE_REQUEST_ID = "x-typesafe-request-id"
 SERVER_TIMING = "server-timing"
 #: A caller's request id is kept when it is 1 to 200 of these characters; otherwise a new one is made.
 _SAFE_ID = re.compile(r"[A-Za-z0-9._:/+=@-]{1,200}")
@@ -48,9 +52,14 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "a semantic limit, an unknown model, unreadable media, too many tokens"},
     401: {"model": ErrorBody, "description": "keys are configured and the key sent is not one of them"},
     403: {"model": ErrorBody, "description": "keys are configured and no key was sent"},
-    413: {"model": ErrorBody, "description": "the body is larger than the configured limit"},
+    413: {"model": ErrorBody, "description": "the body, or the body decompressed, is larger than the configured limit"},
+    415: {"model": ErrorBody, "description": "a Content-Encoding other than zstd, gzip or deflate"},
     500: {"model": ErrorBody, "description": "a server fault (the model failed); no traceback"},
-    503: {"model": ErrorBody, "description": "loading, queue full, out of memory, or shutting down; see Retry-After"},
+    503: {"model": ErrorBody, "description": "loading, out of memory, or shutting down; see Retry-After"},
+    529: {
+        "model": ErrorBody,
+        "description": "overloaded: the queue is full or the request waited too long; Retry-After",
+    },
 }
 
 
@@ -104,14 +113,14 @@ def get_service(runtime: Annotated[Runtime, Depends(get_runtime)]) -> Service:
     """The ready service.
 
     Raises:
-        Overloaded: the models are still loading, or failed to load.
+        Unavailable: the server is stopping, or the models are still loading or failed to load (503).
     """
     if runtime.draining:
-        raise Overloaded("the server is shutting down", retry_after_s=5)
+        raise Unavailable("the server is shutting down", retry_after_s=5)
     if runtime.service is None:
         if runtime.status == "error":
-            raise Overloaded("the model failed to load; see the server log", retry_after_s=30)
-        raise Overloaded("the model is still loading; retry shortly", retry_after_s=2)
+            raise Unavailable("the model failed to load; see the server log", retry_after_s=30)
+        raise Unavailable("the model is still loading; retry shortly", retry_after_s=2)
     return runtime.service
 
 
@@ -178,7 +187,8 @@ def _http_error(settings: Settings) -> Any:
 
 
 class RequestIdMiddleware:
-    """The outer layer of every request: ``x-request-id`` and ``server-timing`` on every response,
+    """The outer layer of every request: ``x-request-id`` (and ``x-typesafe-request-id``) and
+    ``server-timing`` on every response,
     the metrics and the access line of every request, 503 while draining, and any unhandled fault
     turned into a 500 ``internal_error`` JSON body without a traceback.
 
@@ -211,13 +221,14 @@ class RequestIdMiddleware:
                 message["headers"] = [
                     *message.get("headers", []),
                     (REQUEST_ID.encode(), request_id.encode("latin-1")),
+                    (TYPESAFE_REQUEST_ID.encode(), request_id.encode("latin-1")),
                     (SERVER_TIMING.encode(), _server_timing(state.get("timings", {}), total_ms)),
                 ]
             await send(message)
 
         try:
             if self.runtime.draining and scope.get("path") != "/health":
-                await _error_response(Overloaded("the server is shutting down", retry_after_s=5))(
+                await _error_response(Unavailable("the server is shutting down", retry_after_s=5))(
                     scope, receive, send_with_id
                 )
             else:
@@ -245,36 +256,6 @@ class RequestIdMiddleware:
             status=status,
             ms=round(seconds * 1000.0, 2),
         )
-
-
-class BodyLimitMiddleware:
-    """Refuse bodies over ``max_bytes`` with 413 ``request_too_large``, declared or streamed."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        too_large = RequestTooLarge(f"the request body is larger than the limit of {self.max_bytes} bytes")
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await _error_response(too_large)(scope, receive, send)
-            return
-        seen = 0
-
-        async def counting_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise too_large
-            return message
-
-        await self.app(scope, counting_receive, send)
 
 
 def create_app(
@@ -333,6 +314,7 @@ def create_app(
         from .replay import ReplayMiddleware
 
         app.add_middleware(ReplayMiddleware, library=Library.load(settings.replay), mode=settings.replay_mode)
+    app.add_middleware(BodyDecodingMiddleware, max_bytes=settings.max_body_bytes, max_parts=settings.max_images + 1)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestIdMiddleware, runtime=runtime, metrics=metrics)
     protected = [Depends(bearer_auth(keys))] if keys else []

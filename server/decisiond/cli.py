@@ -23,6 +23,7 @@ from .ask import add_ask_parser, run_ask
 from .cassette import CassetteError
 from .config import Settings, hf_offline_env, read_env
 from .manifest import Manifest, ManifestError, embedded_default, find_manifest, read_manifests
+from .model_names import name_table
 
 if TYPE_CHECKING:
     import uvicorn
@@ -47,6 +48,20 @@ def _add_serve(sub: Any) -> None:
         "or the local Hugging Face cache, as each manifest says.",
     )
     serve.add_argument("--model", action="append", help="model name, alias or manifest path (repeatable)")
+    serve.add_argument(
+        "--alias",
+        action="append",
+        dest="aliases",
+        metavar="NAME=MODEL",
+        help="one more model id: requests for NAME are answered by MODEL, a served name or alias (repeatable)",
+    )
+    serve.add_argument(
+        "--strict-models",
+        action="store_const",
+        const=True,
+        help="answer only the served names and aliases, not the hosted Jev ids (jev-1.13, typesafe/jev-latest, ...); "
+        "default off",
+    )
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port to bind (default 8000)")
     serve.add_argument("--device", choices=["auto", "cpu", "cuda"], help="auto: CUDA when present (default auto)")
@@ -60,8 +75,8 @@ def _add_serve(sub: Any) -> None:
         type=float,
         help="micro-batch gathering window under load, in ms (default 8; a lone request never waits)",
     )
-    serve.add_argument("--max-queue", type=int, help="requests waiting before 503 (default 256)")
-    serve.add_argument("--request-timeout-s", type=float, help="longest queue wait before 503 (default 30)")
+    serve.add_argument("--max-queue", type=int, help="requests waiting before 529 (default 256)")
+    serve.add_argument("--request-timeout-s", type=float, help="longest queue wait before 529 (default 30)")
     serve.add_argument("--max-body-bytes", type=int, help="largest request body, 413 above (default 16 MiB)")
     serve.add_argument("--max-questions", type=int, help="questions per request (default 128)")
     serve.add_argument("--max-options", type=int, help="options per choice question, at most 255 (default 255)")
@@ -212,6 +227,8 @@ def serve(settings: Settings) -> int:
 
     try:
         manifests = _resolve_manifests(settings)
+        if manifests:  # an --alias that names no served model is a configuration error, before binding
+            name_table([m.names() for m in manifests], settings.aliases, strict=settings.strict_models)
         keys = settings.keys()
         if not keys and not is_loopback(settings.host):
             log.warning(

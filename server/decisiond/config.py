@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from .model_names import parse_alias
+
 #: Hard ceiling of options per choice question (spec/wire.md §2).
 MAX_CHOICE_OPTIONS = 255
 #: Default ceiling of levels per score question (spec/wire.md §2; a server setting).
@@ -56,8 +58,8 @@ class Settings(BaseSettings):
     max_wait_ms: float = Field(
         default=8.0, ge=0.0, le=1000.0, description="micro-batch gathering window under load (ms)"
     )
-    max_queue: int = Field(default=256, ge=1, description="requests waiting before 503")
-    request_timeout_s: float = Field(default=30.0, gt=0.0, description="longest wait in the queue before 503")
+    max_queue: int = Field(default=256, ge=1, description="requests waiting before 529")
+    request_timeout_s: float = Field(default=30.0, gt=0.0, description="longest wait in the queue before 529")
 
     max_images: int = Field(default=16, ge=0, description="images per request, both wire shapes together")
     max_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1, description="bytes of one decoded image file")
@@ -84,6 +86,9 @@ class Settings(BaseSettings):
     )
     scripted: Path | None = Field(default=None, description="rules file (TOML or YAML) served by the scripted backend")
 
+    aliases: list[str] = Field(default_factory=list, description="more model ids, each NAME=MODEL")
+    strict_models: bool = Field(default=False, description="only served names and aliases, not the hosted Jev ids")
+
     @property
     def needs_model(self) -> bool:
         """False when every answer comes from cassettes (strict replay): no model is loaded."""
@@ -94,6 +99,13 @@ class Settings(BaseSettings):
     def _split_models(cls, value: object) -> object:
         if isinstance(value, str):
             return [part for part in value.split(",") if part]
+        return value
+
+    @field_validator("aliases")
+    @classmethod
+    def _aliases_are_pairs(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            parse_alias(entry)
         return value
 
     @field_validator("model")

@@ -1,7 +1,8 @@
 """The dynamic batcher: a bounded queue of prepared requests and one model thread.
 
 Request handlers call :meth:`Engine.submit`, which admits a request or refuses it at once (queue
-full, stopping: 503 ``overloaded_error``) and returns a :class:`Ticket` (a :class:`concurrent.futures.Future`). The
+full: 529, stopping: 503, both ``overloaded_error``) and returns a :class:`Ticket` (a
+:class:`concurrent.futures.Future`). The
 model thread blocks for the first waiting request, gathers more for up to ``max_wait_ms`` (0: take
 what is queued) within a token budget of ``max_batch_tokens``, drops what was cancelled or waited
 past ``request_timeout_s``, runs the backend once for the micro-batch, runs the readout for every
@@ -9,7 +10,8 @@ question of the batch at once, and resolves each future with its own slice. A fa
 its requests only; the thread lives on (Kev's ``Server``, LitServe's batching loop).
 
 Faults: a batch that runs out of device memory is split in halves and each half retried, down to
-single requests; only a request that does not fit alone fails (503 ``overloaded_error``). Any
+single requests; only a request that does not fit alone fails (503 ``overloaded_error``). A request
+that waited past ``request_timeout_s`` is dropped uncomputed (529). Any
 other error fails that batch's requests with 500 ``internal_error`` (details in the log only). If
 the model thread itself dies, every waiting request is failed at once and :attr:`Engine.error`
 says why; ``/health`` and the CLI watch :attr:`Engine.alive`.
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .backends.base import Backend, Prepared
-from .errors import InternalError, Overloaded
+from .errors import InternalError, Overloaded, Unavailable
 from .memory import TRIM_INTERVAL_S, release_free_memory
 from .readout import Readout, combine, read, read_boxes
 
@@ -163,10 +165,12 @@ class Engine:
 
         Returns:
             Ticket: resolved with the request's :class:`~decisiond.readout.Readout`, or failed with
-            :class:`Overloaded` (503) or :class:`InternalError` (500).
+            :class:`Overloaded` (529, waited too long), :class:`Unavailable` (503, stopping or out of
+            memory) or :class:`InternalError` (500).
 
         Raises:
-            Overloaded: the queue is full, or the engine is stopping.
+            Overloaded: the queue is full (529).
+            Unavailable: the engine is stopping (503).
             InternalError: the model thread has died.
         """
         future = Ticket()
@@ -174,7 +178,7 @@ class Engine:
             if self.error is not None:
                 raise InternalError("the model thread has stopped; the server must be restarted")
             if self._closing or not self._thread.is_alive():
-                raise Overloaded("the server is shutting down", retry_after_s=5)
+                raise Unavailable("the server is shutting down", retry_after_s=5)
             if len(self._pending) >= self.max_queue:
                 raise Overloaded(f"the queue is full ({self.max_queue} requests waiting); retry shortly")
             self._pending.append(_Job(prepared, future, time.monotonic() + self.request_timeout_s))
@@ -193,7 +197,7 @@ class Engine:
             while self._pending:
                 job = self._pending.popleft()
                 if not job.future.done():
-                    job.future.set_exception(Overloaded("the server is shutting down", retry_after_s=5))
+                    job.future.set_exception(Unavailable("the server is shutting down", retry_after_s=5))
 
     # ---------------------------------------------------------------- model thread
 
@@ -349,7 +353,7 @@ class Engine:
         for job in batch:
             self._stamp(job, len(batch))
             job.future.set_exception(
-                Overloaded(
+                Unavailable(
                     "the request does not fit in the model's memory even alone; send a shorter state or fewer "
                     "questions, or retry when the server is less busy",
                     retry_after_s=5,

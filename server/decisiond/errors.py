@@ -72,6 +72,13 @@ class RequestTooLarge(DecisionError):
     error_type = "request_too_large"
 
 
+class UnsupportedEncoding(DecisionError):
+    """415: a ``Content-Encoding`` other than zstd, gzip, deflate or identity (spec/wire.md §5)."""
+
+    status = 415
+    error_type = "api_usage_error"
+
+
 class AuthenticationError(DecisionError):
     """401 (wrong key) or 403 (missing key) when keys are configured."""
 
@@ -83,14 +90,24 @@ class AuthenticationError(DecisionError):
 
 
 class Overloaded(DecisionError):
-    """503 with ``Retry-After``: the queue is full, a request waited too long, or the server is
-    loading or stopping."""
+    """529 with ``Retry-After``: the queue is full, or a request waited past the request timeout.
 
-    status = 503
+    529 is what the hosted service answers when overloaded (spec/wire.md §5, §8); several clients
+    back off only on 429 and 529, and the official SDKs retry it with ``Retry-After``.
+    """
+
+    status = 529
     error_type = "overloaded_error"
 
     def __init__(self, message: str, *, retry_after_s: int = 1) -> None:
         super().__init__(message, headers={"Retry-After": str(retry_after_s)})
+
+
+class Unavailable(Overloaded):
+    """503 with ``Retry-After`` (same ``overloaded_error`` body): the server is loading, stopping, or a
+    request does not fit in device memory even alone."""
+
+    status = 503
 
 
 class ClientGone(DecisionError):

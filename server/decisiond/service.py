@@ -28,14 +28,12 @@ from .engine import Engine
 from .errors import ApiUsageError, ClientGone
 from .manifest import Manifest
 from .media import MediaLimits, decode_all, image_names
+from .model_names import name_table
 from .readout import Readout
 from .render import to_questions
 from .wire import DecisionRequest, check_limits
 
 log = logging.getLogger("decisiond.service")
-
-#: Names that always mean the default model (the first one served).
-DEFAULT_NAMES = ("jev-latest", "default")
 
 
 @dataclass
@@ -46,6 +44,8 @@ class ServedModel:
     backend: Backend
     engine: Engine
     load_seconds: float = 0.0
+    #: Every other id that names this model (manifest aliases, --alias, hosted Jev ids); set by Service.
+    ids: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -59,7 +59,7 @@ class ServedModel:
             "name": self.manifest.name,
             "description": self.manifest.description,
             "release_date": self.manifest.release_date,
-            "aliases": self.manifest.aliases,
+            "aliases": self.ids or self.manifest.aliases,
             "backend": info.backend,
             "device": info.device,
             "dtype": info.dtype,
@@ -155,7 +155,10 @@ class Service:
 
     Args:
         models (Sequence[ServedModel]): at least one; the first is the default.
-        settings (Settings): limits.
+        settings (Settings): limits, ``aliases`` and ``strict_models`` (see :mod:`decisiond.model_names`).
+
+    Raises:
+        ValueError: no model, or an ``--alias`` that names no served model.
     """
 
     def __init__(self, models: Sequence[ServedModel], settings: Settings) -> None:
@@ -163,10 +166,10 @@ class Service:
             raise ValueError("a service needs at least one model")
         self.models = list(models)
         self.settings = settings
-        self._by_name: dict[str, ServedModel] = {}
+        table = name_table([m.manifest.names() for m in self.models], settings.aliases, strict=settings.strict_models)
+        self._by_name: dict[str, ServedModel] = {name: self.models[index] for name, index in table.items()}
         for served in self.models:
-            for name in served.manifest.names():
-                self._by_name.setdefault(name, served)
+            served.ids = [name for name, m in self._by_name.items() if m is served and name != served.name]
 
     @property
     def default(self) -> ServedModel:
@@ -174,12 +177,13 @@ class Service:
         return self.models[0]
 
     def resolve(self, name: str | None) -> ServedModel:
-        """The model a request names.
+        """The model a request names: absent means the default; otherwise any id of
+        :mod:`decisiond.model_names`.
 
         Raises:
-            ApiUsageError: no served model has that name or alias.
+            ApiUsageError: no served model answers that id.
         """
-        if name is None or name in DEFAULT_NAMES:
+        if name is None:
             return self.default
         served = self._by_name.get(name)
         if served is None:
@@ -187,9 +191,10 @@ class Service:
                 f"{m.name}" + (f" (also {', '.join(m.manifest.aliases)})" if m.manifest.aliases else "")
                 for m in self.models
             )
+            hosted = "" if self.settings.strict_models else " and the hosted Jev ids"
             raise ApiUsageError(
-                f"unknown model {name[:100]!r}; this server serves {known}; no model, jev-latest or default "
-                f"means {self.default.name}"
+                f"unknown model {name[:100]!r}; this server serves {known}; no model, jev-latest, default{hosted} "
+                f"mean {self.default.name}; GET /v1/models lists every id"
             )
         return served
 
@@ -258,7 +263,8 @@ class Service:
             ApiUsageError: a semantic limit, an unknown model, a question type the model does not
                 answer, unreadable media (400).
             MaxTokensExceeded: over a token budget (400).
-            Overloaded: queue full, waited too long, stopping, or out of device memory (503).
+            Overloaded: queue full or waited too long (529).
+            Unavailable: stopping, or out of device memory (503).
             InternalError: the model failed, or its thread has died (500).
         """
         started = time.perf_counter()
