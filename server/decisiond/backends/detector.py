@@ -75,6 +75,11 @@ class DetectorFeatures:
     boxes: list[tuple[int, int]]
 
 
+def _index(values: list[int], device: torch.device) -> torch.Tensor:
+    """An int64 index tensor (also when empty: a request may ask no box, or only boxes)."""
+    return torch.tensor(values, dtype=torch.int64, device=device)
+
+
 def _described(value: Any) -> bool:
     return value is not None and bool(to_text(value).strip())
 
@@ -294,13 +299,13 @@ class DetectorBackend(Backend):
             0, over, best, "amax"
         )  # [R, Umax]: over the request's images
         first = torch.tensor([0, *images]).cumsum(0)[:-1].tolist()  # each request's first image
-        slot_r = [r for r, f in enumerate(features) for _ in f.slots]
-        slot_u = [0 if u is None else u for f in features for u in f.slots]
-        known = torch.tensor([u is not None for f in features for u in f.slots], device=best.device)
+        slot_r = _index([r for r, f in enumerate(features) for _ in f.slots], best.device)
+        slot_u = _index([0 if u is None else u for f in features for u in f.slots], best.device)
+        known = torch.tensor([u is not None for f in features for u in f.slots], dtype=torch.bool, device=best.device)
         slots = torch.where(known, best[slot_r, slot_u], torch.zeros((), device=best.device))  # [N]
 
-        box_i = [first[r] + i for r, f in enumerate(features) for i, _ in f.boxes]
-        box_u = [u for f in features for _, u in f.boxes]
+        box_i = _index([first[r] + i for r, f in enumerate(features) for i, _ in f.boxes], logits.device)
+        box_u = _index([u for f in features for _, u in f.boxes], logits.device)
         kept = inside[box_i]  # [Qb, P]: each box question's candidates, a ragged selection
         return Logits(
             slots=slots.cpu(),
