@@ -32,8 +32,7 @@ class Readout:
         choice_confidence (list[float]): (p_max − 1/n) / (1 − 1/n) clipped to [0, 1]; 1 when n = 1.
         score_confidence (list[float]): max(0, 1 − Σ p_i·|i − k| / D), D = ⌊n²/4⌋ / n; 1 when n = 1.
         box (list[list[float] | None]): the expected ``[top, left, bottom, right]`` of each box
-            question (see :func:`read_boxes`), None for the other questions; empty when the batch
-            has no box question.
+            question (see :func:`read_boxes`), None for the other questions.
         box_confidence (list[float | None]): the confidence of each box question, None elsewhere.
 
     A box question's entries in the first five lists are placeholders (no probabilities, winner 0).
@@ -199,6 +198,8 @@ def read(logits: torch.Tensor, sizes: list[int], temperature: list[float]) -> Re
         position=[row[-3] for row in rows],
         choice_confidence=[row[-2] for row in rows],
         score_confidence=[row[-1] for row in rows],
+        box=[None] * len(rows),
+        box_confidence=[None] * len(rows),
     )
 
 

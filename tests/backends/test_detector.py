@@ -141,7 +141,7 @@ async def test_exif_orientation_turns_the_picture_before_the_box_is_located(
 
 async def test_a_box_is_about_the_image_its_instructions_name(client: httpx.AsyncClient) -> None:
     a, b = png(noise((40, 24), 4)), png(noise((30, 30), 5))
-    named = {"where": {"type": "box", "instructions": "a dog in <b>"}, "dog": QUESTIONS["dog"]}
+    named = {"where": {"type": "box", "instructions": "<b> a dog"}, "dog": QUESTIONS["dog"]}
     both = await ask(client, named, assets={"<a>": asset(a), "<b>": asset(b)})
     only_b = await ask(client, {"where": QUESTIONS["where"]}, assets={"<b>": asset(b)})
     assert both["where"] == only_b["where"]  # the placeholder is not part of the query text

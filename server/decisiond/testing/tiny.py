@@ -120,12 +120,18 @@ def build_owlv2(folder: Path) -> Path:
     """A tiny Owlv2ForObjectDetection (text and vision hidden 32, 32×32 images in 8×8 patches: 16
     candidate boxes) with the MiniLM tokenizer and an OWLv2 image processor, which pads each image
     to a square before resizing it, as the real checkpoints' processor does."""
-    from transformers import Owlv2Config, Owlv2ForObjectDetection, Owlv2ImageProcessor
+    from transformers import AutoTokenizer, Owlv2Config, Owlv2ForObjectDetection, Owlv2ImageProcessor
 
     torch.manual_seed(SEED)
     tokenizer = write_tokenizer(folder)
+    # OWL's text tower pools the position of the largest token id, which CLIP's vocabulary makes its
+    # end-of-text token; give the MiniLM vocabulary such an end token, or every query would be read
+    # at its first high-id word ("option 1" and "option 2" alike)
+    tokenizer.add_special_tokens({"sep_token": "<|endoftext|>"})
+    tokenizer.save_pretrained(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)  # its template now ends with it
     text = {
-        "vocab_size": 30522,
+        "vocab_size": len(tokenizer),
         "hidden_size": 32,
         "intermediate_size": 64,
         "num_hidden_layers": 2,
