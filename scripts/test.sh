@@ -3,6 +3,12 @@
 # Same install as serve.sh plus the test extras, then the whole suite (offline, CPU only).
 set -euo pipefail
 . "$(dirname "$0")/_env.sh" test
+# The official JavaScript SDK, pinned in tests/js/package-lock.json, for tests/test_official_sdks.py.
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
+else
+  echo "node/npm not found: the JavaScript SDK checks will be skipped" >&2
+fi
 set +e
 python -m pytest "$@"
 status=$?

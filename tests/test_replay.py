@@ -13,7 +13,7 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from decisiond.app import create_app
-from decisiond.cassette import CassetteError, CassetteWriter, new_entry, request_key
+from decisiond.cassette import CassetteError, CassetteWriter, Library, new_entry, request_key
 from decisiond.cli import main
 from decisiond.config import Settings
 from decisiond.service import Service
@@ -64,6 +64,34 @@ async def _client(settings: Settings, service: Service | None = None) -> AsyncIt
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
             yield client
+
+
+async def test_a_request_in_another_question_order_is_answered_in_its_own_order(tmp_path: Path) -> None:
+    """Regression: the request key kept the question order, so the same questions asked in another
+    order missed their recording (404), though the order never changes an answer."""
+    two = {
+        "state": "s",
+        "questions": {"a": {"type": "noul", "instructions": "A?"}, "b": {"type": "noul", "instructions": "B?"}},
+    }
+    recorded = b'{"model":"up","answers":{"a":{"type":"noul","noul":0.1},"b":{"type":"noul","noul":0.9}},"usage":{}}'
+    cassette = tmp_path / "c.jsonl"
+    CassetteWriter(cassette).append(new_entry("/v1/systemone", two, 200, "application/json", recorded))
+    swapped = {"state": "s", "questions": dict(reversed(list(two["questions"].items())))}  # type: ignore[attr-defined]
+    async with _client(Settings(replay=[cassette], models_dir=tmp_path / "no-models")) as client:
+        same = await client.post("/v1/systemone", json=two)
+        other = await client.post("/v1/systemone", json=swapped)
+    assert same.content == recorded
+    assert other.status_code == 200
+    assert list(other.json()["answers"]) == ["b", "a"]
+    assert other.json()["answers"] == {"b": {"type": "noul", "noul": 0.9}, "a": {"type": "noul", "noul": 0.1}}
+
+
+def test_a_cassette_with_keys_of_the_previous_form_is_read_and_rekeyed(tmp_path: Path) -> None:
+    cassette = tmp_path / "old.jsonl"
+    entry = new_entry("/v1/systemone", REQUEST, 200, "application/json", RECORDED).model_dump(mode="json")
+    cassette.write_text(json.dumps({**entry, "key": "sq1-0123456789abcdef0123456789abcdef"}) + "\n", encoding="utf-8")
+    library = Library.load([cassette])
+    assert list(library.entries) == [request_key(REQUEST)] and request_key(REQUEST).startswith("sq2-")
 
 
 async def test_recorded_answers_are_replayed_byte_for_byte_without_a_model(tmp_path: Path) -> None:

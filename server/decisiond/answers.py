@@ -1,11 +1,13 @@
 """Readout → wire answers: the pure mapping from unrounded numbers to the JSON of spec/wire.md §3.
 
 ``choice``, ``score`` and ``confidence`` come from the unrounded distribution (the readout); only
-the numbers written out are rounded, to :data:`DECIMALS` places.
+the numbers written out are rounded, to :data:`DECIMALS` places. A question's probabilities are
+rounded together by :func:`round_distribution`, so that they sum to exactly 1.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,8 +18,51 @@ from .render import Question
 DECIMALS = 4
 
 
+#: One unit of the last decimal place: rounded probabilities are whole numbers of 1/UNITS.
+UNITS = 10**DECIMALS
+
+
 def _round(value: float) -> float:
     return round(value, DECIMALS)
+
+
+def round_distribution(p: Sequence[float], winner: int) -> list[float]:
+    """Round a distribution to :data:`DECIMALS` places by the largest remainder method (pure).
+
+    Each value is floored in whole units of 10⁻⁴; the units still missing to make 10⁴ go one each
+    to the values with the largest remainders (the winner first on a tie, then the lower index).
+    Source: spec/wire.md §3 (Hamilton's largest remainder method, as in apportionment).
+
+    Guarantees: the rounded values, as integers of 10⁻⁴, sum to exactly 10⁴, so the decimals written
+    on the wire sum to exactly 1 (a client's float sum is 1 up to binary representation, ~1e-16 per
+    value); each differs from its share of ``p`` by less
+    than 10⁻⁴; the ``winner`` (an argmax of ``p``) keeps a value no other exceeds; never all zeros.
+
+    Args:
+        p (Sequence[float]): ``n ≥ 1`` non-negative numbers with a positive, finite sum (≈ 1; they
+            are normalised first).
+        winner (int): the index of an argmax of ``p`` (``Readout.winner``).
+
+    Returns:
+        list[float]: ``n`` values, each a multiple of 10⁻⁴ in [0, 1].
+
+    Raises:
+        ValueError: ``p`` is empty or its sum is not positive and finite.
+
+    Example:
+        >>> round_distribution([1 / 3, 1 / 3, 1 / 3], 0)
+        [0.3334, 0.3333, 0.3333]
+    """
+    total = math.fsum(p)
+    if not p or not (0 < total < math.inf):
+        raise ValueError(f"cannot round a distribution that sums to {total!r}")
+    scaled = [value / total * UNITS for value in p]
+    units = [math.floor(value) for value in scaled]
+    missing = UNITS - sum(units)  # 0 <= missing < n: each floor loses less than one unit
+    order = sorted(range(len(p)), key=lambda i: (units[i] - scaled[i], i != winner, i))
+    for k in range(missing):
+        units[order[k % len(p)]] += 1
+    return [unit / UNITS for unit in units]
 
 
 def to_answer(question: Question, readout: Readout, index: int) -> dict[str, Any]:
@@ -45,7 +90,8 @@ def to_answer(question: Question, readout: Readout, index: int) -> dict[str, Any
     p = readout.probabilities[index]
     if question.kind == "noul":
         return {"type": "noul", "noul": _round(p[1])}
-    probabilities = {option.key: _round(value) for option, value in zip(question.options, p, strict=True)}
+    rounded = round_distribution(p, readout.winner[index])
+    probabilities = {option.key: value for option, value in zip(question.options, rounded, strict=True)}
     if question.kind == "choice":
         return {
             "type": "choice",

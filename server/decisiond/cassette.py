@@ -14,11 +14,12 @@ cassette.
 The *request key* (:func:`request_key`) identifies a request by what can change its answer. The
 body is read through the server's own :class:`~decisiond.wire.DecisionRequest`, so it ignores
 what the wire ignores: the order of the top-level and question fields, unknown fields, an absent
-versus a null ``instructions``, and ``model`` when it names the default (absent, ``jev-latest``,
-``default``). It keeps what a model reads, in order: the state exactly as sent (an object state's
-key order is kept, since the model reads it as JSON text in that order), each question's id, type,
-instructions and criteria in request order (option order included), any other model name, and the
-media.
+versus a null ``instructions``, ``model`` when it names the default (absent, ``jev-latest``,
+``default``), and the order of the questions (each is answered independently, spec/wire.md §2). It
+keeps what a model reads: the state exactly as sent (an object state's key order is kept, since the
+model reads it as JSON text in that order), each question's id, type, instructions and criteria
+(option order included), any other model name, and the media. A request whose questions come in
+another order than recorded is answered in its own order (:func:`answers_in_order`).
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ DEFAULT_MODEL_NAMES = frozenset({"jev-latest", "default"})
 MODELS_KEY = "models"
 SYSTEMONE_ROUTE = "/v1/systemone"
 MODELS_ROUTE = "/v1/models"
-#: Version prefix of request keys: a change of the canonical form changes the prefix.
-KEY_PREFIX = "sq1-"
+#: Version prefix of request keys: a change of the canonical form changes the prefix. ``sq1-`` keys
+#: (questions in request order) are recomputed on load.
+KEY_PREFIX = "sq2-"
 
 
 class CassetteError(Exception):
@@ -58,11 +60,11 @@ def canonical_request(request: DecisionRequest) -> dict[str, Any]:
 
     Returns:
         dict[str, Any]: ``model`` (None for the default names), ``state``, ``questions`` as a list of
-        ``[id, question]`` pairs in request order, and the media fields.
+        ``[id, question]`` pairs sorted by id, and the media fields.
     """
     body = request.model_dump(mode="json")
     model = body.pop("model")
-    questions = [[question_id, body["questions"][question_id]] for question_id in request.questions]
+    questions = [[question_id, body["questions"][question_id]] for question_id in sorted(request.questions)]
     return {
         "model": None if model is None or model in DEFAULT_MODEL_NAMES else model,
         "state": body["state"],
@@ -88,12 +90,41 @@ def request_key(body: bytes | str | Mapping[str, Any]) -> str:
         ...     request_key('{"questions": {"q": {"instructions": "Greeting?", "type": "noul"}}, "state": "hi"}')
         True
     """
+    return key_of(parse_request(body))
+
+
+def parse_request(body: bytes | str | Mapping[str, Any]) -> DecisionRequest:
+    """A raw or parsed ``POST /v1/systemone`` body, validated.
+
+    Raises:
+        ValueError: the body is not JSON or not a valid request (a ``pydantic.ValidationError``).
+    """
     if isinstance(body, bytes | str):
-        request = DecisionRequest.model_validate_json(body)
-    else:
-        request = DecisionRequest.model_validate(body)
+        return DecisionRequest.model_validate_json(body)
+    return DecisionRequest.model_validate(body)
+
+
+def key_of(request: DecisionRequest) -> str:
+    """The request key of a validated request (see :func:`request_key`)."""
     canonical = json.dumps(canonical_request(request), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return KEY_PREFIX + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
+
+
+def answers_in_order(recorded: str, question_ids: list[str]) -> bytes:
+    """A recorded 200 body with its answers in the order of ``question_ids`` (the replayed request's).
+
+    The recorded text is returned byte for byte when its answers already come in that order (or it
+    is not an answer body); otherwise it is re-serialised with the answers reordered.
+    """
+    try:
+        body = json.loads(recorded)
+    except ValueError:
+        return recorded.encode("utf-8")
+    answers = body.get("answers") if isinstance(body, dict) else None
+    if not isinstance(answers, dict) or list(answers) == question_ids or set(answers) != set(question_ids):
+        return recorded.encode("utf-8")
+    body["answers"] = {question_id: answers[question_id] for question_id in question_ids}
+    return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
 class RecordedResponse(BaseModel):
@@ -184,7 +215,7 @@ def _read_line(path: Path, number: int, line: str) -> Entry:
         raise CassetteError(
             f"{where}: the recorded request is not a valid request ({'.'.join(map(str, first['loc']))}: {first['msg']})"
         ) from None
-    if entry.key is not None and entry.key != key:
+    if entry.key is not None and entry.key.startswith(KEY_PREFIX) and entry.key != key:
         raise CassetteError(
             f"{where}: the key {entry.key} does not match its request (key {key}); "
             "was the request edited? delete the key field or record it again"

@@ -78,7 +78,7 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--max-queue", type=int, help="requests waiting before 529 (default 256)")
     serve.add_argument("--request-timeout-s", type=float, help="longest queue wait before 529 (default 30)")
     serve.add_argument("--max-body-bytes", type=int, help="largest request body, 413 above (default 16 MiB)")
-    serve.add_argument("--max-questions", type=int, help="questions per request (default 128)")
+    serve.add_argument("--max-questions", type=int, help="questions per request (default 512)")
     serve.add_argument("--max-options", type=int, help="options per choice question, at most 255 (default 255)")
     serve.add_argument("--max-levels", type=int, help="levels per score question (default 10)")
     serve.add_argument("--max-state-tokens", type=int, help="state tokens per request (default 32768)")

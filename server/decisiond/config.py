@@ -45,7 +45,9 @@ class Settings(BaseSettings):
     dtype: DType = "auto"
 
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, description="largest request body (413 above)")
-    max_questions: int = Field(default=128, ge=1, description="questions per request")
+    max_questions: int = Field(
+        default=512, ge=1, description="questions per request (the hosted service answers 512; tokens bound the cost)"
+    )
     max_options: int = Field(default=MAX_CHOICE_OPTIONS, ge=1, le=MAX_CHOICE_OPTIONS, description="options per choice")
     max_levels: int = Field(default=DEFAULT_MAX_SCORE_LEVELS, ge=1, le=100, description="levels per score")
     max_state_tokens: int = Field(default=32768, ge=16, description="state tokens per request")

@@ -3,7 +3,8 @@
 :class:`ReplayMiddleware` sits inside the app's request-id and body-limit middlewares. For
 ``POST /v1/systemone`` it reads the body, computes its request key
 (:func:`~decisiond.cassette.request_key`) and, when a cassette holds that key, sends the recorded
-status, content type and body unchanged (the upstream's model name included). An unrecorded
+status, content type and body unchanged (the upstream's model name included; only the answers are
+put in the new request's order when its questions come in another order than recorded). An unrecorded
 request gets, in ``strict`` mode, a 404 ``not_found_error`` naming the cassettes and the key; in
 ``fallback`` mode it goes on to the local model. A body the wire refuses goes on to the app, which
 answers its usual 422 or 400 (in strict mode with no model, the same 422 is answered here).
@@ -21,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .cassette import MODELS_KEY, MODELS_ROUTE, SYSTEMONE_ROUTE, Library, request_key
+from .cassette import MODELS_KEY, MODELS_ROUTE, SYSTEMONE_ROUTE, Library, answers_in_order, key_of, parse_request
 from .errors import DecisionError, NotFound
 
 
@@ -102,17 +103,21 @@ class ReplayMiddleware:
             await _send_json(send, exc.status, exc.body(), exc.headers)
             return
         try:
-            key = request_key(body)
+            request = parse_request(body)
         except ValidationError as exc:
             if self.mode == "strict":
                 await _send_json(send, 422, {"detail": _validation_detail(exc)})
             else:
                 await self.app(scope, _replaying(messages, receive), send)
             return
+        key = key_of(request)
         entry = self.library.find(key)
         if entry is not None:
             recorded = entry.response
-            await _send_bytes(send, recorded.status, recorded.content_type, recorded.body.encode("utf-8"))
+            content = recorded.body.encode("utf-8")
+            if recorded.status == 200:  # recorded in one question order, asked in another: answer in this one
+                content = answers_in_order(recorded.body, list(request.questions))
+            await _send_bytes(send, recorded.status, recorded.content_type, content)
         elif self.mode == "fallback":
             await self.app(scope, _replaying(messages, receive), send)
         else:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
+from pydantic_core import PydanticCustomError
 
 from .errors import ApiUsageError, LimitError
 
@@ -78,8 +79,65 @@ class ImageAsset(_Lenient):
     data_base64: StrictStr
 
 
+def _is_valid_unicode(text: str) -> bool:
+    """Whether ``text`` encodes to UTF-8: no lone UTF-16 surrogate (``"\\ud800"`` in JSON decodes to one)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(key: str) -> str:
+    """A key as a message may show it: cut to 40 characters, quoted unless a plain name; ``repr``
+    escapes a surrogate (``'q\\ud800'``), so the message always encodes."""
+    shown = key[:40]
+    return shown if shown.isidentifier() and shown.isascii() else repr(shown)
+
+
+def invalid_unicode_at(value: Any) -> str | None:
+    """The dotted path of the first string (value or key) that holds a lone surrogate, or None
+    (iterative: a deep value costs no recursion).
+
+    Example:
+        >>> invalid_unicode_at({"questions": {"q": {"criteria": {"ok": "bad \\ud800"}}}})
+        'questions.q.criteria.ok'
+    """
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            if not _is_valid_unicode(item):
+                return path or "body"
+        elif isinstance(item, dict):
+            for key, child in reversed(list(item.items())):
+                where = f"{path}.{_shown(str(key))}" if path else _shown(str(key))
+                if isinstance(key, str) and not _is_valid_unicode(key):
+                    return f"{where} (a key)"
+                stack.append((child, where))
+        elif isinstance(item, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in reversed(list(enumerate(item))))
+    return None
+
+
 class DecisionRequest(_Lenient):
     """The body of ``POST /v1/systemone``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _valid_unicode(cls, data: Any) -> Any:
+        """Refuse a lone UTF-16 surrogate anywhere (422 naming the field), before any field is read:
+        a tokenizer or the response encoder would raise on one (a 5xx)."""
+        where = invalid_unicode_at(data)
+        if where is not None:
+            raise PydanticCustomError(
+                "string_unicode",
+                "invalid Unicode at {field}: a lone UTF-16 surrogate; send text that encodes to UTF-8",
+                {"field": where},
+            )
+        return data
 
     model: StrictStr | None = Field(default=None, description="absent, jev-latest or an alias: the default model")
     state: Text = Field(description="what the questions are about: a string, an object or an array")
