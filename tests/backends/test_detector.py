@@ -21,7 +21,7 @@ from decisiond.config import Settings
 from decisiond.inprocess import BackgroundServer
 from decisiond.manifest import read_manifest
 from decisiond.service import Service, load_model
-from decisiond.testing.tiny import tiny_manifest
+from decisiond.testing.tiny import build_owl, tiny_manifest, write_manifest
 
 QUESTIONS: dict[str, Any] = {
     "where": {"type": "box", "instructions": "a dog"},
@@ -89,37 +89,71 @@ async def test_every_question_type_about_one_photo_has_its_shape_and_range(clien
     assert 0 <= answers["size"]["score"] <= 2 and 0 <= answers["size"]["confidence"] <= 1
 
 
-async def test_box_and_noul_equal_transformers_own_forward_and_post_processing(
-    client: httpx.AsyncClient, service: Service
-) -> None:
-    """The expectation over candidates, recomputed from ``Owlv2ForObjectDetection.forward`` and the
-    processor's ``post_process_object_detection`` (boxes in pixels of the padded square, divided by
-    the image's own width and height; candidates centred in the padding left out)."""
-    image = noise((40, 24), 2)
-    answers = await ask(client, QUESTIONS, assets={"<photo>": asset(png(image))})
-
-    backend = service.default.backend
-    assert isinstance(backend, DetectorBackend)
+def reference_box(backend: DetectorBackend, image: Image.Image, query: str) -> tuple[list[float], float]:
+    """The box and confidence recomputed from the model's own ``forward`` and the processor's
+    ``post_process_object_detection``: boxes in pixels of the square the model saw (the padded
+    square for OWLv2, the image itself for OWL-ViT, which stretches it), divided by the image's own
+    width and height; candidates centred outside the image left out; softmax; expectation."""
     width, height = image.size
     side = max(width, height)
-    encoded = backend.tokenizer(["a dog"], return_tensors="pt")
+    target = (side, side) if backend.pads_to_square else (height, width)
+    encoded = backend.tokenizer([query], return_tensors="pt")
     pixels = backend.image_processor(images=[image], return_tensors="pt")["pixel_values"]
     with torch.inference_mode():
         out = backend.model(
             input_ids=encoded["input_ids"], attention_mask=encoded["attention_mask"], pixel_values=pixels
         )
-    post = backend.image_processor.post_process_object_detection(out, threshold=-1.0, target_sizes=[(side, side)])
+    post = backend.image_processor.post_process_object_detection(out, threshold=-1.0, target_sizes=[target])
     x0, y0, x1, y1 = post[0]["boxes"].unbind(1)
     logits = out.logits[0, :, 0]
-    inside = ((x0 + x1) / 2 <= width) & ((y0 + y1) / 2 <= height)
+    inside = ((x0 + x1) / 2 <= width + 1e-3) & ((y0 + y1) / 2 <= height + 1e-3)
     p = torch.softmax(logits[inside], dim=0)
     edges = torch.stack([y0 / height, x0 / width, y1 / height, x1 / width], dim=1)[inside]
-    top, left, bottom, right = (p @ edges).clamp(0, 1).tolist()
+    return (p @ edges).clamp(0, 1).tolist(), torch.sigmoid(logits[inside].max()).item()
+
+
+async def test_box_and_noul_equal_transformers_own_forward_and_post_processing(
+    client: httpx.AsyncClient, service: Service
+) -> None:
+    image = noise((40, 24), 2)  # not square: OWLv2's padding must be undone
+    answers = await ask(client, QUESTIONS, assets={"<photo>": asset(png(image))})
+    backend = service.default.backend
+    assert isinstance(backend, DetectorBackend) and backend.pads_to_square
+    (top, left, bottom, right), confidence = reference_box(backend, image, "a dog")
     got = answers["where"]["box"]
     assert got == pytest.approx({"top": top, "left": left, "bottom": bottom, "right": right}, abs=2e-4)
-    best = torch.sigmoid(logits[inside].max()).item()
-    assert answers["where"]["confidence"] == pytest.approx(best, abs=2e-4)
+    assert answers["where"]["confidence"] == pytest.approx(confidence, abs=2e-4)
     assert answers["dog"]["noul"] == pytest.approx(answers["where"]["confidence"], abs=1.01e-4)  # one formula
+
+
+async def test_owl_vit_boxes_need_no_padding_correction(tmp_path: Path) -> None:
+    """OWL-ViT (v1) stretches an image to its square instead of padding it: its boxes are fractions of
+    the image already, and the same backend reads them unscaled."""
+    folder = build_owl(tmp_path / "owlvit", version=1)
+    manifest = write_manifest(
+        tmp_path / "owlvit.toml",
+        name="owlvit",
+        backend="detector",
+        weights={"path": str(folder)},
+        window=16,
+        overlap=4,
+        modalities=["text", "image"],
+    )
+    settings = Settings(device="cpu", dtype="float32", max_wait_ms=0)
+    service = Service([load_model(read_manifest(manifest), settings)], settings)
+    try:
+        backend = service.default.backend
+        assert isinstance(backend, DetectorBackend) and not backend.pads_to_square
+        image = noise((40, 24), 9)
+        app = create_app(settings, service=service)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+            answers = await ask(http, QUESTIONS, assets={"<photo>": asset(png(image))})
+    finally:
+        service.close()
+    (top, left, bottom, right), confidence = reference_box(backend, image, "a dog")
+    got = answers["where"]["box"]
+    assert got == pytest.approx({"top": top, "left": left, "bottom": bottom, "right": right}, abs=2e-4)
+    assert answers["where"]["confidence"] == pytest.approx(confidence, abs=2e-4)
 
 
 @pytest.mark.parametrize(("orientation", "stored"), [(6, Image.Transpose.ROTATE_90), (8, Image.Transpose.ROTATE_270)])

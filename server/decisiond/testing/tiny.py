@@ -120,7 +120,22 @@ def build_owlv2(folder: Path) -> Path:
     """A tiny Owlv2ForObjectDetection (text and vision hidden 32, 32×32 images in 8×8 patches: 16
     candidate boxes) with the MiniLM tokenizer and an OWLv2 image processor, which pads each image
     to a square before resizing it, as the real checkpoints' processor does."""
-    from transformers import AutoTokenizer, Owlv2Config, Owlv2ForObjectDetection, Owlv2ImageProcessor
+    return build_owl(folder, version=2)
+
+
+def build_owl(folder: Path, *, version: int = 2) -> Path:
+    """A tiny OWL-ViT (``version=1``: its processor stretches the image to the square) or OWLv2
+    (``version=2``: its processor pads to a square first) detector, with 16 candidate boxes."""
+    from transformers import AutoTokenizer
+
+    if version == 1:
+        from transformers import OwlViTConfig as Config
+        from transformers import OwlViTForObjectDetection as Detector
+        from transformers import OwlViTImageProcessorPil as Processor
+    else:
+        from transformers import Owlv2Config as Config  # type: ignore[assignment]
+        from transformers import Owlv2ForObjectDetection as Detector  # type: ignore[assignment]
+        from transformers import Owlv2ImageProcessorPil as Processor  # type: ignore[assignment]
 
     torch.manual_seed(SEED)
     tokenizer = write_tokenizer(folder)
@@ -150,15 +165,15 @@ def build_owlv2(folder: Path) -> Path:
         "patch_size": 8,
     }
     # the class head compares image embeddings of the text width with projected queries: projection = text width
-    model = Owlv2ForObjectDetection(Owlv2Config(text_config=text, vision_config=vision, projection_dim=32))
+    model = Detector(Config(text_config=text, vision_config=vision, projection_dim=32))
     with torch.no_grad():  # the default head init (std ≈ 1 at width 32) saturates every box and logit
-        for head, std in ((model.box_head, 0.05), (model.class_head, 0.1), (model.objectness_head, 0.05)):
+        for head, std in ((model.box_head, 0.05), (model.class_head, 0.1)):
             for layer in head.modules():
                 if isinstance(layer, torch.nn.Linear):
                     layer.weight.normal_(0.0, std)
                     layer.bias.normal_(0.0, std)
     model.save_pretrained(folder)
-    Owlv2ImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
+    Processor(size={"height": 32, "width": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(folder)
     return folder
 
 
