@@ -198,7 +198,7 @@ class DetectorBackend(Backend):
         """Process the images in one call of the checkpoint's processor; tokenise every distinct query.
 
         Raises:
-            ApiUsageError: the request carries no image.
+            ApiUsageError: the request carries no image, or a box question names an image it lacks.
             MaxTokensExceeded: over a token budget.
         """
         if not work.images:
@@ -213,8 +213,11 @@ class DetectorBackend(Backend):
         names = work.image_names
         for question in work.questions:
             if question.kind == "box":
+                image = question.image or 0
+                if not 0 <= image < len(work.images):
+                    raise ApiUsageError(f"a box question is about image {image}; there are {len(work.images)}")
                 text = self._query(question.instructions, names)
-                boxes.append((question.image or 0, queries.setdefault(text, len(queries))))
+                boxes.append((image, queries.setdefault(text, len(queries))))
                 continue
             for text in self._slot_queries(question, names):
                 slots.append(None if text is None else queries.setdefault(text, len(queries)))
@@ -306,7 +309,7 @@ class DetectorBackend(Backend):
 
         box_i = _index([first[r] + i for r, f in enumerate(features) for i, _ in f.boxes], logits.device)
         box_u = _index([u for f in features for _, u in f.boxes], logits.device)
-        kept = inside[box_i]  # [Qb, P]: each box question's candidates, a ragged selection
+        kept = inside[box_i]  # [Qb, P]: each box question's candidates, a ragged selection (its sizes sync once)
         return Logits(
             slots=slots.cpu(),
             boxes=BoxCandidates(
