@@ -291,3 +291,12 @@ def test_the_javascript_sdk_reads_529_and_503(busy: tuple[BackgroundServer, Gate
     out = _node({"url": server.base_url, "png_base64": "", "model": PINNED, "vision": VISION}, "plain")
     assert out["plain"]["status"] == 529 and out["plain"]["error"] == "InternalServerError"
     assert out["plain"]["retryAfter"] == "1" and out["plain"]["requestId"]
+    settings = Settings(max_wait_ms=0)
+    backend = FakeBackend()
+    service = Service([ServedModel(fake_manifest(), backend, start_engine(backend, settings))], settings)
+    app = create_app(settings, service=service)
+    with BackgroundServer(app) as loading:
+        app.state.runtime.service, app.state.runtime.status = None, "loading"
+        out = _node({"url": loading.base_url, "png_base64": "", "model": PINNED, "vision": VISION}, "plain")
+    service.close()
+    assert out["plain"]["status"] == 503 and out["plain"]["retryAfter"] == "2" and out["plain"]["requestId"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typesafe_sdk import Choice, Noul, RetryPolicy, TypeSafeClient, TypeSafeNotFoundError
+from typesafe_sdk import Choice, Image, Noul, RetryPolicy, TypeSafeClient, TypeSafeNotFoundError
 
 from decisiond.app import create_app
 from decisiond.backends.scripted import scripted_manifest
@@ -15,9 +15,15 @@ from decisiond.inprocess import BackgroundServer
 from decisiond.pytest_plugin import ServerSpec, start_server
 from decisiond.record import create_record_app
 
+from .conftest import fake_service
 from .fake_upstream import UPSTREAM_MODEL, upstream_app
 
 STATE = "I was charged twice and need the refund today."
+#: A 1x1 PNG.
+_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108020000009077"
+    "53de0000000c4944415408d763f8cfc000000301010018dd8db00000000049454e44ae426082"
+)
 QUESTIONS = {
     "team": Choice(instructions="Which team?", criteria={"billing": None, "technical": None}),
     "urgent": Noul(instructions="Is it urgent?"),
@@ -55,6 +61,36 @@ def test_the_sdk_records_and_then_replays_the_same_answers(tmp_path: Path) -> No
     assert replayed.choices["team"].probabilities == recorded.choices["team"].probabilities
     assert replayed.nouls["urgent"].noul == recorded.nouls["urgent"].noul == 0.8125
     assert replayed_models == recorded_models == [UPSTREAM_MODEL]
+
+
+def test_compressed_and_multipart_requests_are_recorded_and_replayed(tmp_path: Path) -> None:
+    """Regression: the recording proxy skipped every encoded body, so the SDK's default (zstd from 1 KiB)
+    recorded nothing. The upstream gets the body as sent; the cassette holds the JSON it stands for."""
+    cassette = tmp_path / "sdk.jsonl"
+    settings = Settings(max_wait_ms=0)
+    long_state = STATE + " More details follow about the order and the charge." * 30
+    photo = Image(_PNG)
+    defaults = {"api_key": "offline-test", "retry": RetryPolicy(max_retries=0)}  # compression: the SDK's default
+    with (
+        BackgroundServer(create_app(settings, service=fake_service(settings, read_images=True))) as upstream,
+        BackgroundServer(create_record_app(upstream.base_url, cassette)) as proxy,
+        TypeSafeClient(base_url=proxy.base_url, **defaults) as sdk,  # type: ignore[arg-type]
+    ):
+        recorded = [
+            sdk.system_one(long_state, QUESTIONS),
+            sdk.system_one("A photo: <p>", QUESTIONS, assets={"<p>": photo}),
+        ]
+    assert len(cassette.read_text(encoding="utf-8").splitlines()) == 2
+    with (
+        BackgroundServer(create_app(Settings(replay=[cassette]))) as replay,
+        TypeSafeClient(base_url=replay.base_url, **defaults) as sdk,  # type: ignore[arg-type]
+    ):
+        replayed = [
+            sdk.system_one(long_state, QUESTIONS),
+            sdk.system_one("A photo: <p>", QUESTIONS, assets={"<p>": photo}),
+        ]
+    assert [r.answers for r in replayed] == [r.answers for r in recorded]
+    assert replayed[1].usage == recorded[1].usage
 
 
 def test_the_sdk_reads_scripted_answers(tmp_path: Path) -> None:

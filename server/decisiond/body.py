@@ -108,10 +108,22 @@ class BodyDecodingMiddleware:
         await self.app(scope, _once(body, receive), send)
 
     def _decode(self, raw: bytes, applied: list[str], multipart_type: str | None) -> bytes:
-        body = compression.decode(raw, applied, self.max_bytes)
-        if multipart_type is not None:
-            body = uploads.to_json_body(body, multipart_type, self.max_parts)
-        return body
+        return decode_body(raw, applied, multipart_type, max_bytes=self.max_bytes, max_parts=self.max_parts)
+
+
+def decode_body(raw: bytes, applied: list[str], multipart_type: str | None, *, max_bytes: int, max_parts: int) -> bytes:
+    """A body as received → the JSON body it stands for: every encoding of ``applied`` undone, then a
+    multipart upload (``multipart_type``, its ``Content-Type``; None when it is not one) turned
+    into JSON. Runs on a worker thread.
+
+    Raises:
+        RequestTooLarge: decoded, the body is over ``max_bytes`` (413).
+        ApiUsageError: a malformed compressed or multipart body, or unclaimed or missing parts (400).
+    """
+    body = compression.decode(raw, applied, max_bytes)
+    if multipart_type is not None:
+        body = uploads.to_json_body(body, multipart_type, max_parts)
+    return body
 
 
 def _once(body: bytes, receive: Receive) -> Receive:

@@ -6,7 +6,9 @@ and body bytes) and appends the exchange to a cassette (:mod:`decisiond.cassette
 (from ``--api-key-env``, else the caller's own ``Authorization`` header) is sent upstream only:
 headers are never written to the cassette.
 
-A request the wire would refuse (not JSON, not a valid request) is still forwarded, but not
+The body goes upstream exactly as the client sent it (compressed, multipart); the cassette holds
+the JSON body it stands for (:func:`decisiond.body.decode_body`), which is what replay reads. A
+request the wire would refuse (not JSON, not a valid request) is still forwarded, but not
 recorded: replay answers such requests with the local server's own validation error.
 """
 
@@ -22,10 +24,17 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from . import compression, uploads
+from .body import decode_body
 from .cassette import MODELS_ROUTE, SYSTEMONE_ROUTE, CassetteWriter, new_entry
+from .config import Settings
+from .errors import DecisionError
 
 log = logging.getLogger("decisiond.record")
 
+#: The server's default ceilings, used when decoding a body to record it.
+_MAX_BODY_BYTES: int = Settings.model_fields["max_body_bytes"].default
+_MAX_PARTS: int = Settings.model_fields["max_images"].default + 1
 #: Request headers passed on to the upstream (besides the key); everything else stays here.
 FORWARDED_HEADERS = ("content-type", "content-encoding", "accept", "user-agent", "x-request-id")
 
@@ -112,17 +121,30 @@ def record(
     writer: CassetteWriter, route: str, body: bytes | None, answer: httpx.Response, incoming: Mapping[str, str]
 ) -> None:
     """Append one exchange to the cassette; log and skip what cannot be keyed (never the headers)."""
-    if route == SYSTEMONE_ROUTE and incoming.get("content-encoding"):
-        log.warning("not recorded: a %s-encoded request body", incoming["content-encoding"])
-        return
     content_type = answer.headers.get("content-type", "application/json")
     try:
+        if body is not None:
+            body = _as_json(body, incoming)
         parsed = None if body is None else json.loads(body)
         entry = new_entry(route, parsed, answer.status_code, content_type, answer.content)
-    except ValueError as exc:
+    except (ValueError, DecisionError) as exc:
         log.warning(
             "not recorded: %s %d is not a valid request or answer (%s)", route, answer.status_code, type(exc).__name__
         )
         return
     writer.append(entry)
     log.info("recorded %s %s → %d (%s)", route, entry.key, answer.status_code, entry.model or "no model")
+
+
+def _as_json(body: bytes, incoming: Mapping[str, str]) -> bytes:
+    """The JSON body a compressed or multipart request stands for, as the server reads it.
+
+    Raises:
+        DecisionError: the body cannot be decoded (an unknown encoding, a bomb, a malformed upload).
+    """
+    content_type = incoming.get("content-type", "")
+    multipart = content_type if uploads.is_multipart(content_type) else None
+    applied = compression.encodings(incoming.get("content-encoding"))
+    if not applied and multipart is None:
+        return body
+    return decode_body(body, applied, multipart, max_bytes=_MAX_BODY_BYTES, max_parts=_MAX_PARTS)
