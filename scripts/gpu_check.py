@@ -37,12 +37,13 @@ from typing import Any
 
 import torch
 
-from decisiond.backends import Backend, Work
+from decisiond.backends import Backend, Logits, Work, backend_class
+from decisiond.box_images import with_box_images
 from decisiond.config import Settings
+from decisiond.engine import read_output
 from decisiond.errors import MaxTokensExceeded
 from decisiond.manifest import read_manifest
-from decisiond.media import MediaLimits, decode_all
-from decisiond.readout import read
+from decisiond.media import MediaLimits, decode_all, image_names
 from decisiond.render import to_questions
 from decisiond.service import Service, load_model
 from decisiond.testing.tiny import TINY_MODELS, tiny_manifest
@@ -83,14 +84,27 @@ def png_data_url(seed: int, size: tuple[int, int] = (48, 40)) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
-def requests_for(reads_images: bool, copies: int) -> list[dict[str, Any]]:
-    """The checked requests: every state with all three questions, ``copies`` times over."""
+#: Asked of a model that answers box questions too (about the first of the request's two images).
+BOX_QUESTIONS: dict[str, Any] = {**QUESTIONS, "where": {"type": "box", "instructions": "<first> the parcel"}}
+
+
+def as_asset(data_url: str) -> dict[str, str]:
+    """A data URL as a JSON asset (so that a question can name the image by its placeholder)."""
+    return {"type": "image", "format": "png", "data_base64": data_url.split(",", 1)[1]}
+
+
+def requests_for(reads_images: bool, copies: int, boxes: bool = False) -> list[dict[str, Any]]:
+    """The checked requests: every state with all three questions (and a box question where the
+    model answers one), ``copies`` times over."""
     bodies = []
     for copy in range(copies):
         for i, state in enumerate(STATES):
-            body: dict[str, Any] = {"state": state, "questions": QUESTIONS}
+            body: dict[str, Any] = {"state": state, "questions": BOX_QUESTIONS if boxes else QUESTIONS}
             if reads_images:
-                body["images"] = [png_data_url(100 * copy + i), png_data_url(100 * copy + i + 50)]
+                body["assets"] = {
+                    "<first>": as_asset(png_data_url(100 * copy + i)),
+                    "<second>": as_asset(png_data_url(100 * copy + i + 50, size=(40, 56))),
+                }
             bodies.append(body)
     return bodies
 
@@ -101,7 +115,9 @@ def works_for(bodies: Sequence[dict[str, Any]], reads_images: bool) -> list[Work
     for body in bodies:
         request = DecisionRequest.model_validate(body)
         images = decode_all(request.images, request.assets, MediaLimits()) if reads_images else ()
-        works.append(Work(request.state, to_questions(request), images))
+        names = image_names(request.images, request.assets)
+        questions = with_box_images(list(request.questions), to_questions(request), names)
+        works.append(Work(request.state, questions, images, image_names=names))
     return works
 
 
@@ -119,7 +135,8 @@ def admitted(backend: Backend, works: Sequence[Work]) -> list[Work]:
 
 @dataclass
 class Run:
-    """Probabilities of every question of the batch and the median forward time."""
+    """Probabilities of every question of the batch (a box question: its edges and confidence) and
+    the median forward time."""
 
     probabilities: list[list[float]]
     median_ms: float
@@ -131,19 +148,25 @@ def run_backend(backend: Backend, works: Sequence[Work], repeats: int) -> Run:
     questions = [q for work in works for q in work.questions]
     backend.forward(prepared)  # warm-up: kernels, caches
     times = []
-    logits = torch.empty(0)
+    output: torch.Tensor | Logits = torch.empty(0)
     for _ in range(repeats):
         if backend.device.type == "cuda":
             torch.cuda.synchronize()
         started = time.perf_counter()
-        logits = backend.forward(prepared)  # ends with .cpu(): synchronised
+        output = backend.forward(prepared)
+        if backend.device.type == "cuda":
+            torch.cuda.synchronize()  # a box question's candidates stay on the device
         times.append((time.perf_counter() - started) * 1000.0)
-    readout = read(logits, [q.size for q in questions], [backend.temperature(q.kind) for q in questions])
-    return Run(readout.probabilities, statistics.median(times))
+    readout = read_output(backend, questions, output)
+    numbers = [
+        [*p, *(box or []), *([] if confidence is None else [confidence])]
+        for p, box, confidence in zip(readout.probabilities, readout.box, readout.box_confidence, strict=True)
+    ]
+    return Run(numbers, statistics.median(times))
 
 
 def largest_difference(a: list[list[float]], b: list[list[float]]) -> float:
-    """max |a - b| over every probability."""
+    """max |a - b| over every probability (and box edge and confidence)."""
     return max(abs(x - y) for qa, qb in zip(a, b, strict=True) for x, y in zip(qa, qb, strict=True))
 
 
@@ -151,7 +174,8 @@ def check_model(kind: str, folder: Path, args: argparse.Namespace) -> tuple[list
     """One row of the table for the tiny model ``kind``; whether it passed."""
     manifest = read_manifest(tiny_manifest(kind, folder))
     reads_images = "image" in manifest.modalities
-    works = works_for(requests_for(reads_images, args.copies), reads_images)
+    boxes = "box" in backend_class(manifest.backend).question_types
+    works = works_for(requests_for(reads_images, args.copies, boxes), reads_images)
     cpu = Settings(device="cpu", dtype="float32", cache_entries=0)
     dev = Settings(device=args.device, dtype=args.dtype, cache_entries=0)
     on_cpu = load_model(manifest, cpu)
@@ -160,10 +184,10 @@ def check_model(kind: str, folder: Path, args: argparse.Namespace) -> tuple[list
     try:
         reference = run_backend(on_cpu.backend, works, args.repeats)
         checked = run_backend(on_dev.backend, works, args.repeats)
-        body = requests_for(reads_images, 1)[0]
+        body = requests_for(reads_images, 1, boxes)[0]
         service = Service([on_dev], dev)
         answer = asyncio.run(service.decide(DecisionRequest.model_validate(body))).body["answers"]
-        if list(answer) != list(QUESTIONS):
+        if list(answer) != list(body["questions"]):
             raise RuntimeError(f"the service answered {list(answer)}")
     finally:
         on_cpu.engine.close()

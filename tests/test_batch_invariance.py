@@ -5,7 +5,9 @@ a target request is answered alone, then again among 200 requests submitted at o
 short states, structured states, many options, every question type), which the engine gathers
 into large micro-batches. Every probability must agree within 1e-5 (float32), every position
 within what those probabilities allow (:func:`tests.tolerance.position_atol`) and every winner
-exactly. Another model's engine runs at the same time, as on a server holding several models.
+exactly; for a model that answers ``box`` questions (the detector), box questions about one of the
+request's images are mixed in, and every edge and box confidence must agree within 1e-5 too.
+Another model's engine runs at the same time, as on a server holding several models.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def _image(seed: int) -> Any:
     return Image.new("RGB", (24 + seed % 9, 20 + seed % 7), tuple(rng.randrange(256) for _ in range(3)))
 
 
-def _questions(rng: random.Random) -> tuple[Question, ...]:
+def _questions(rng: random.Random, boxes: int = 0) -> tuple[Question, ...]:
     n_options = rng.choice([2, 3, 10, 40])
     choice = Question(
         "choice",
@@ -48,6 +50,8 @@ def _questions(rng: random.Random) -> tuple[Question, ...]:
     noul = Question("noul", "Is it urgent?", (Option("false", None), Option("true", rng.choice([None, "says today"]))))
     score = Question("score", "How angry?", tuple(Option(str(i), f"level {i}") for i in range(rng.choice([2, 5, 10]))))
     picked = [q for q in (choice, noul, score) if rng.random() < 0.7] or [noul]
+    if boxes and rng.random() < 0.6:
+        picked.append(Question("box", rng.choice(["the parcel", "a red car", ""]), (), image=rng.randrange(boxes)))
     rng.shuffle(picked)
     return tuple(picked)
 
@@ -63,12 +67,12 @@ def _state(rng: random.Random) -> Any:
     return ["first turn", {"role": "user", "text": "still broken"}]
 
 
-def _works(count: int, reads_images: bool, seed: int) -> list[Work]:
+def _works(count: int, reads_images: bool, seed: int, boxes: bool = False) -> list[Work]:
     rng = random.Random(seed)
     works = []
     for i in range(count):
         images = tuple(_image(seed + i + k) for k in range(rng.randrange(1, 3))) if reads_images else ()
-        works.append(Work(_state(rng), _questions(rng), images))
+        works.append(Work(_state(rng), _questions(rng, len(images) if boxes else 0), images))
     return works
 
 
@@ -100,12 +104,13 @@ def test_alone_equals_among_200_concurrent_requests(kind: str, tiny_folder: Path
     manifest = read_manifest(tiny_manifest(kind, tiny_folder))
     reads_images = "image" in manifest.modalities
     served = load_model(manifest, settings)
+    boxes = "box" in served.backend.question_types
     other = load_model(read_manifest(tiny_manifest("bi_encoder", tiny_folder, name="other")), settings)
     try:
-        targets = _admitted(served, _works(12, reads_images, seed=1))[:6]
+        targets = _admitted(served, _works(12, reads_images, seed=1, boxes=boxes))[:6]
         assert len(targets) == 6
         alone = [_answer(served, work).result(60) for work in targets]
-        crowd = _admitted(served, _works(CONCURRENT - len(targets), reads_images, seed=2))
+        crowd = _admitted(served, _works(CONCURRENT - len(targets), reads_images, seed=2, boxes=boxes))
         assert len(crowd) > CONCURRENT / 2
         mixed = crowd[:]
         for i, work in enumerate(targets):
@@ -122,9 +127,16 @@ def test_alone_equals_among_200_concurrent_requests(kind: str, tiny_folder: Path
             for p, q, at, was in zip(
                 got.probabilities, expected.probabilities, got.position, expected.position, strict=True
             ):
-                assert max(abs(a - b) for a, b in zip(p, q, strict=True)) <= PROBABILITY_ATOL
+                assert max((abs(a - b) for a, b in zip(p, q, strict=True)), default=0.0) <= PROBABILITY_ATOL
                 # a position Σ i·p_i of up to 40 options moves up to 39 times as much as a probability
                 assert abs(at - was) <= position_atol(p, q), (at, was)
+            assert [b is None for b in got.box] == [b is None for b in expected.box]
+            for b, c in zip(got.box, expected.box, strict=True):
+                assert b is None or b == pytest.approx(c, abs=1e-5)
+            assert got.box_confidence == pytest.approx(expected.box_confidence, abs=1e-5)
+        if boxes:
+            located = sum(b is not None for r in results for b in r.box)
+            assert located > 40, f"only {located} box questions among the {len(mixed)} requests"
     finally:
         served.engine.close()
         other.engine.close()

@@ -75,9 +75,18 @@ def to_answer(question: Question, readout: Readout, index: int) -> dict[str, Any
 
     Returns:
         dict[str, Any]: ``{"type": "noul", "noul"}``, ``{"type": "choice", "choice",
-        "probabilities", "confidence"}`` or ``{"type": "score", "score", "legend",
-        "probabilities", "confidence"}``.
+        "probabilities", "confidence"}``, ``{"type": "score", "score", "legend",
+        "probabilities", "confidence"}`` or ``{"type": "box", "box": {"top", "bottom", "left",
+        "right"}, "confidence"}`` (spec/wire.md §8).
     """
+    if question.kind == "box":
+        top, left, bottom, right = (_round(edge) for edge in readout.box[index] or ())
+        confidence = readout.box_confidence[index]
+        return {
+            "type": "box",
+            "box": {"top": top, "bottom": bottom, "left": left, "right": right},
+            "confidence": None if confidence is None else _round(confidence),
+        }
     p = readout.probabilities[index]
     if question.kind == "noul":
         return {"type": "noul", "noul": _round(p[1])}

@@ -26,15 +26,17 @@ import logging
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import torch
 
-from .backends.base import Backend, Prepared
+from .backends.base import Backend, Logits, Prepared
 from .errors import InternalError, Overloaded, Unavailable
 from .memory import TRIM_INTERVAL_S, release_free_memory
-from .readout import Readout, read
+from .readout import Readout, combine, read, read_boxes
+from .render import Question
 
 log = logging.getLogger("decisiond.engine")
 
@@ -76,6 +78,33 @@ def _release_device_memory() -> None:
     """Return cached blocks to the device after an out-of-memory error, so that a retry can fit."""
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
+
+
+def read_output(backend: Backend, questions: Sequence[Question], output: torch.Tensor | Logits) -> Readout:
+    """The readout of a forward pass: slot questions by :func:`~decisiond.readout.read`, box questions
+    by :func:`~decisiond.readout.read_boxes`, each with the backend's temperature for its kind.
+
+    Args:
+        backend (Backend): the backend that gave ``output`` (for its temperatures).
+        questions (Sequence[Question]): every question of the batch, in order.
+        output (torch.Tensor | Logits): what :meth:`Backend.forward` returned.
+
+    Raises:
+        RuntimeError: not one logit per slot, or no candidates for some box question.
+    """
+    logits = output if isinstance(output, torch.Tensor) else output.slots
+    slots = [q for q in questions if q.kind != "box"]
+    expected = sum(q.size for q in slots)
+    if logits.numel() != expected:
+        raise RuntimeError(f"the backend gave {logits.numel()} logits for {expected} slots")
+    readout = read(logits, [q.size for q in slots], [backend.temperature(q.kind) for q in slots])
+    if len(slots) == len(questions):
+        return readout
+    boxes = [q for q in questions if q.kind == "box"]
+    if isinstance(output, torch.Tensor) or len(output.boxes.sizes) != len(boxes):
+        raise RuntimeError(f"the backend gave no candidates for some of the {len(boxes)} box questions")
+    located = read_boxes(output.boxes, [backend.temperature(q.kind) for q in boxes])
+    return combine([q.kind == "box" for q in questions], readout, located)
 
 
 @dataclass
@@ -340,13 +369,9 @@ class Engine:
             start = stop
 
     def _compute(self, batch: list[_Job]) -> Readout:
-        """Forward and readout for ``batch``, checking one logit per slot."""
+        """Forward and readout for ``batch``."""
         questions = [q for job in batch for q in job.prepared.work.questions]
-        logits = self.backend.forward([job.prepared for job in batch])
-        expected = sum(job.prepared.work.num_slots for job in batch)
-        if logits.numel() != expected:
-            raise RuntimeError(f"the backend gave {logits.numel()} logits for {expected} slots")
-        return read(logits, [q.size for q in questions], [self.backend.temperature(q.kind) for q in questions])
+        return read_output(self.backend, questions, self.backend.forward([job.prepared for job in batch]))
 
     def _fail(self, batch: list[_Job], exc: Exception, out_of_memory: bool) -> None:
         """Log a failed batch; fail its requests unless it will be split and retried."""

@@ -98,6 +98,12 @@ def collect(images: list[Any] | None, assets: dict[str, Any] | None, limits: Med
     return found
 
 
+def image_names(images: list[Any] | None, assets: dict[str, Any] | None) -> tuple[str | None, ...]:
+    """Each image's placeholder in the order of :func:`collect`: None for every ``images`` entry, then
+    the ``assets`` keys (pure)."""
+    return (None,) * len(images or []) + tuple(assets or {})
+
+
 def decode_image(image: EncodedImage, limits: MediaLimits) -> Image.Image:
     """Decode, check and normalise one image.
 

@@ -6,11 +6,16 @@ wire: it takes a flat logit per slot, the number of slots of each question and a
 question, and gives back plain Python lists, synced from the device once.
 
 Shapes used below: ``N`` slots in all, ``Q`` questions, ``K`` the largest slot count of a question.
+
+A ``box`` question has no slots: its backend gives candidate boxes and a logit per candidate
+(:class:`BoxCandidates`), and :func:`read_boxes` turns them into the expected edges and a
+confidence; :func:`combine` lays both readouts out in question order again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import torch
 
@@ -26,6 +31,11 @@ class Readout:
         position (list[float]): Σ i·p_i of each question (the score position; 0 ≤ position ≤ n−1).
         choice_confidence (list[float]): (p_max − 1/n) / (1 − 1/n) clipped to [0, 1]; 1 when n = 1.
         score_confidence (list[float]): max(0, 1 − Σ p_i·|i − k| / D), D = ⌊n²/4⌋ / n; 1 when n = 1.
+        box (list[list[float] | None]): the expected ``[top, left, bottom, right]`` of each box
+            question (see :func:`read_boxes`), None for the other questions.
+        box_confidence (list[float | None]): the confidence of each box question, None elsewhere.
+
+    A box question's entries in the first five lists are placeholders (no probabilities, winner 0).
     """
 
     probabilities: list[list[float]]
@@ -33,6 +43,8 @@ class Readout:
     position: list[float]
     choice_confidence: list[float]
     score_confidence: list[float]
+    box: list[list[float] | None] = field(default_factory=list)
+    box_confidence: list[float | None] = field(default_factory=list)
 
     def slice(self, start: int, stop: int) -> Readout:
         """The readout of questions ``start`` to ``stop - 1`` (one request's share of a batch)."""
@@ -42,6 +54,8 @@ class Readout:
             position=self.position[start:stop],
             choice_confidence=self.choice_confidence[start:stop],
             score_confidence=self.score_confidence[start:stop],
+            box=self.box[start:stop],
+            box_confidence=self.box_confidence[start:stop],
         )
 
 
@@ -184,4 +198,154 @@ def read(logits: torch.Tensor, sizes: list[int], temperature: list[float]) -> Re
         position=[row[-3] for row in rows],
         choice_confidence=[row[-2] for row in rows],
         score_confidence=[row[-1] for row in rows],
+        box=[None] * len(rows),
+        box_confidence=[None] * len(rows),
     )
+
+
+# ---------------------------------------------------------------- box questions
+
+
+@dataclass(frozen=True)
+class BoxCandidates:
+    """The candidate boxes of every box question of a batch, question after question.
+
+    Attributes:
+        logits (torch.Tensor): ``[C]`` one logit per candidate, all box questions' candidates
+            concatenated (a detector's class logit of that box for the question's text).
+        boxes (torch.Tensor): ``[C, 4]`` each candidate's ``top, left, bottom, right`` as fractions
+            of the image's height and width from its top-left corner (may fall outside [0, 1]).
+        sizes (list[int]): ``Q`` candidate counts, one per box question, each ≥ 1, summing to ``C``.
+    """
+
+    logits: torch.Tensor
+    boxes: torch.Tensor
+    sizes: list[int]
+
+
+@dataclass(frozen=True)
+class BoxReadout:
+    """The readout of ``Q`` box questions, unrounded.
+
+    Attributes:
+        edges (list[list[float]]): ``Q`` lists ``[top, left, bottom, right]``, each in [0, 1].
+        confidence (list[float]): ``Q`` confidences in [0, 1].
+    """
+
+    edges: list[list[float]]
+    confidence: list[float]
+
+
+def expected_edges(p: torch.Tensor, boxes: torch.Tensor) -> torch.Tensor:
+    """Each edge's expected position under the candidate distribution, clipped to [0, 1].
+
+    E[edge] = Σ_k p_k · edge_k (the SDK's "expected value of its edge's predicted position"); the
+    clip keeps a box that a candidate pushes past the border inside the picture.
+
+    Args:
+        p (torch.Tensor): ``[Q, K]`` probabilities, zero-padded.
+        boxes (torch.Tensor): ``[Q, K, 4]`` candidate edges (padding rows may hold anything finite).
+
+    Returns:
+        torch.Tensor: ``[Q, 4]`` ``top, left, bottom, right`` in [0, 1].
+    """
+    return torch.einsum("qk,qkc->qc", p, boxes).clamp(0.0, 1.0)
+
+
+def box_confidence(logits: torch.Tensor, temperature: torch.Tensor) -> torch.Tensor:
+    """σ(max_k ℓ_k / T): the detection probability of the best candidate, temperature-scaled.
+
+    Source: OWL-ViT and OWLv2 are trained with a per-box sigmoid (focal) loss, and their
+    ``post_process_object_detection`` reports σ(logit) as a box's score; Grounding DINO does the
+    same. The best candidate's score says how sure the model is that the thing is in the picture
+    at all; it does not depend on how many candidates the checkpoint proposes (576 to 3,600), and
+    it equals the ``noul`` answer to "is there …?" about the same text and image. The manifest's
+    temperature scales it as it scales the softmax, so one setting calibrates both. It does not
+    measure the spread between candidates (two dogs far apart give a confident box between them).
+
+    Args:
+        logits (torch.Tensor): ``[Q, K]`` candidate logits, ``-inf``-padded.
+        temperature (torch.Tensor): ``[Q]``, each > 0.
+
+    Returns:
+        torch.Tensor: ``[Q]`` in [0, 1].
+    """
+    return torch.sigmoid(logits.max(dim=1).values / temperature)
+
+
+def read_boxes(candidates: BoxCandidates, temperature: Sequence[float]) -> BoxReadout:
+    """Every box question of a batch in batched tensor operations, synced to Python once.
+
+    p = softmax(ℓ / T) over each question's candidates (``-inf`` padding weighs nothing); the
+    edges are :func:`expected_edges`; the confidence is :func:`box_confidence`.
+
+    Args:
+        candidates (BoxCandidates): ``C`` candidates of ``Q`` box questions.
+        temperature (Sequence[float]): ``Q`` temperatures, each > 0.
+
+    Returns:
+        BoxReadout: in question order.
+
+    Raises:
+        ValueError: a question without candidates, a temperature not above 0, mismatched counts.
+
+    Example:
+        >>> c = BoxCandidates(torch.tensor([0.0, 0.0]), torch.tensor([[0.0, 0, 0.5, 0.5], [0.5, 0.5, 1, 1]]), [2])
+        >>> read_boxes(c, [1.0]).edges
+        [[0.25, 0.25, 0.75, 0.75]]
+    """
+    sizes = candidates.sizes
+    if any(s < 1 for s in sizes):
+        raise ValueError(f"every box question needs at least one candidate, got sizes {sizes}")
+    if any(not t > 0 for t in temperature) or len(temperature) != len(sizes):
+        raise ValueError(f"need {len(sizes)} positive temperatures, got {list(temperature)}")
+    if candidates.boxes.shape != (candidates.logits.numel(), 4):
+        raise ValueError(f"{candidates.logits.numel()} logits but boxes of shape {tuple(candidates.boxes.shape)}")
+    if not sizes:
+        return BoxReadout([], [])
+    device = candidates.logits.device
+    size_t = torch.tensor(sizes, dtype=torch.int64, device=device)  # [Q]
+    temp_t = torch.tensor(list(temperature), dtype=torch.float32, device=device)  # [Q]
+    logits = pad_segments(candidates.logits.float(), size_t)  # [Q, K]
+    p = torch.softmax(logits / temp_t.unsqueeze(1), dim=1)  # [Q, K]
+    mask = torch.isfinite(logits)  # [Q, K]
+    boxes = torch.zeros((*mask.shape, 4), dtype=torch.float32, device=device)  # [Q, K, 4]
+    boxes[mask] = candidates.boxes.float()
+    rows = torch.cat([expected_edges(p, boxes), box_confidence(logits, temp_t).unsqueeze(1)], dim=1).cpu().tolist()
+    return BoxReadout([row[:4] for row in rows], [row[4] for row in rows])
+
+
+def combine(is_box: Sequence[bool], slots: Readout, boxes: BoxReadout) -> Readout:
+    """Interleave the readout of the slot questions and of the box questions back into question order.
+
+    Args:
+        is_box (Sequence[bool]): per question of the batch, whether it is a box question.
+        slots (Readout): the readout of the other questions, in their order.
+        boxes (BoxReadout): the readout of the box questions, in their order.
+
+    Returns:
+        Readout: one entry per question; see :class:`Readout` for what a box question holds.
+    """
+    out = Readout([], [], [], [], [], [], [])
+    s = b = 0
+    for box in is_box:
+        if box:
+            row = ([], 0, 0.0, 0.0, 0.0, boxes.edges[b], boxes.confidence[b])
+            b += 1
+        else:
+            row = (
+                slots.probabilities[s],
+                slots.winner[s],
+                slots.position[s],
+                slots.choice_confidence[s],
+                slots.score_confidence[s],
+                None,
+                None,
+            )
+            s += 1
+        for column, value in zip(_COLUMNS, row, strict=True):
+            getattr(out, column).append(value)
+    return out
+
+
+_COLUMNS = ("probabilities", "winner", "position", "choice_confidence", "score_confidence", "box", "box_confidence")

@@ -47,11 +47,14 @@ class Question:
         instructions (Any): text (str, dict or list) or None.
         options (tuple[Option, ...]): the slots in order (none for a box: the backend that locates
             things decides how it reads one).
+        image (int | None): for a box question, the index of the image it is about (set by
+            :func:`decisiond.box_images.with_box_images`); None otherwise.
     """
 
     kind: Kind
     instructions: Any
     options: tuple[Option, ...]
+    image: int | None = None
 
     @property
     def size(self) -> int:

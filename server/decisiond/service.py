@@ -21,12 +21,13 @@ from starlette.concurrency import run_in_threadpool
 
 from .answers import to_answers
 from .backends import Backend, Prepared, TokenLimits, Work, backend_class
+from .box_images import with_box_images
 from .config import Settings
 from .devices import resolve_device, resolve_dtype
 from .engine import Engine
 from .errors import ApiUsageError, ClientGone
 from .manifest import Manifest
-from .media import MediaLimits, decode_all
+from .media import MediaLimits, decode_all, image_names
 from .model_names import name_table
 from .readout import Readout
 from .render import to_questions
@@ -248,13 +249,16 @@ class Service:
         :meth:`_inline` says it is only rendering.
 
         Raises:
-            ApiUsageError: an image is refused (see :mod:`decisiond.media`).
+            ApiUsageError: an image is refused (see :mod:`decisiond.media`), or a box question is
+                not about exactly one image (see :mod:`decisiond.box_images`).
             MaxTokensExceeded: over a token budget.
         """
+        names = image_names(request.images, request.assets)
+        questions = with_box_images(list(request.questions), to_questions(request), names)
         images: tuple[Any, ...] = ()
         if "image" in served.backend.modalities:
             images = decode_all(request.images, request.assets, self.media_limits())
-        work = Work(request.state, to_questions(request), images, question_ids=tuple(request.questions))
+        work = Work(request.state, questions, images, question_ids=tuple(request.questions), image_names=names)
         return served.backend.prepare(work)
 
     @staticmethod

@@ -256,7 +256,7 @@ def _is_blank(value: Any) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-def _describe(question_id: str) -> str:
+def describe_id(question_id: str) -> str:
     """A question id as it may appear in a message: quoted, cut to 80 characters."""
     shown = question_id if len(question_id) <= 80 else question_id[:77] + "..."
     return repr(shown)
@@ -295,7 +295,7 @@ def _check_depth(request: DecisionRequest, max_depth: int) -> None:
             criteria = [criteria.true, criteria.false]
         if json_depth([question.instructions, criteria]) - 1 > max_depth:
             raise ApiUsageError(
-                f"question {_describe(question_id)} is nested deeper than {max_depth} levels (--max-json-depth)"
+                f"question {describe_id(question_id)} is nested deeper than {max_depth} levels (--max-json-depth)"
             )
 
 
@@ -327,7 +327,7 @@ def check_limits(
     for question_id, question in request.questions.items():
         if question_id == "":
             raise ApiUsageError("a question id is empty; ids must be non-empty strings")
-        where = f"question {_describe(question_id)}"
+        where = f"question {describe_id(question_id)}"
         loc = ["body", "questions", question_id, "criteria"]
         if isinstance(question, ChoiceQuestion) and len(question.criteria) > max_options:
             raise LimitError(loc, f"{where} has {len(question.criteria)} options; a choice takes 1 to {max_options}")

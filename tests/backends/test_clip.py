@@ -210,3 +210,13 @@ def test_a_clip_manifest_must_read_images(tmp_path: Path) -> None:
     manifest = read_manifest(tiny_manifest("clip", tmp_path, modalities=["text"]))
     with pytest.raises(ValueError, match='add "image" to modalities'):
         load_model(manifest, Settings())
+
+
+async def test_a_box_question_to_clip_is_refused_with_400(client: httpx.AsyncClient) -> None:
+    """CLIP scores an image against texts but cannot say where anything is: a box is refused before
+    inference, naming the question and the model."""
+    body = {"state": "x", "questions": {**CHOICE, "where": {"type": "box", "instructions": "the car"}}}
+    response = await client.post("/v1/systemone", json={**body, "images": [data_url(png())]})
+    assert response.status_code == 400, response.text
+    message = response.json()["detail"]["message"]
+    assert "'where' is a box question" in message and "tiny-clip" in message

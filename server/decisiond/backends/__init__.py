@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import importlib
 
-from .base import Backend, BackendInfo, Prepared, TokenLimits, Work
+from .base import Backend, BackendInfo, Logits, Prepared, TokenLimits, Work
 
 BACKENDS: dict[str, str] = {
     "fake": "decisiond.backends.fake:FakeBackend",
     "bi_encoder": "decisiond.backends.bi_encoder:BiEncoderBackend",
     "cross_encoder": "decisiond.backends.cross_encoder:CrossEncoderBackend",
     "clip": "decisiond.backends.clip:ClipBackend",
+    "detector": "decisiond.backends.detector:DetectorBackend",
     "pointer_head": "decisiond.backends.pointer_head.backend:PointerHeadBackend",
     "causal_lm": "decisiond.backends.causal_lm:CausalLMBackend",
     "scripted": "decisiond.backends.scripted:ScriptedBackend",
@@ -34,4 +35,4 @@ def backend_class(name: str) -> type[Backend]:
     return cls
 
 
-__all__ = ["BACKENDS", "Backend", "BackendInfo", "Prepared", "TokenLimits", "Work", "backend_class"]
+__all__ = ["BACKENDS", "Backend", "BackendInfo", "Logits", "Prepared", "TokenLimits", "Work", "backend_class"]

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import torch
 
 from ..errors import MaxTokensExceeded
+from ..readout import BoxCandidates
 from ..render import Kind, Question
 
 
@@ -29,6 +30,8 @@ class Work:
         state (Any): the state as sent (str, dict or list).
         questions (tuple[Question, ...]): the questions in request order.
         images (tuple[Any, ...]): decoded RGB ``PIL.Image`` objects, for models that read images.
+        image_names (tuple[str | None, ...]): per image, its asset placeholder (None for an image
+            of the ``images`` array), so that a backend can take placeholders out of the text it reads.
         question_ids (tuple[str, ...]): the caller's ids, in question order (empty when unknown).
             Model backends must never read them (an id is the caller's handle: renaming it never
             changes an answer, spec/wire.md §2); only the ``scripted`` backend does, because a
@@ -39,11 +42,25 @@ class Work:
     questions: tuple[Question, ...]
     images: tuple[Any, ...] = ()
     question_ids: tuple[str, ...] = ()
+    image_names: tuple[str | None, ...] = ()
 
     @property
     def num_slots(self) -> int:
         """Slots of all questions together."""
         return sum(q.size for q in self.questions)
+
+
+@dataclass(frozen=True)
+class Logits:
+    """What :meth:`Backend.forward` gives for a batch with ``box`` questions.
+
+    Attributes:
+        slots (torch.Tensor): ``[N]`` one logit per slot of the other questions (a box has none).
+        boxes (BoxCandidates): the candidates of every box question, in question order.
+    """
+
+    slots: torch.Tensor
+    boxes: BoxCandidates
 
 
 @dataclass
@@ -167,15 +184,16 @@ class Backend(ABC):
         return [None] * len(batch)
 
     @abstractmethod
-    def forward(self, batch: Sequence[Prepared]) -> torch.Tensor:
+    def forward(self, batch: Sequence[Prepared]) -> torch.Tensor | Logits:
         """Model stage for a micro-batch, on the model thread.
 
         Args:
             batch (Sequence[Prepared]): requests from :meth:`prepare`, in any mix.
 
         Returns:
-            torch.Tensor: ``[N]`` float32 logits, N the slots of all requests: request after
-            request, question after question, slot after slot.
+            torch.Tensor | Logits: ``[N]`` float32 logits, N the slots of all requests: request
+            after request, question after question, slot after slot; a backend that answers
+            ``box`` returns :class:`Logits`, those slot logits with the box questions' candidates.
         """
 
     def info(self) -> BackendInfo:

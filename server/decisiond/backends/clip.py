@@ -21,7 +21,7 @@ The logit already carries the model's own scale, so the manifest's temperature d
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,37 @@ def special_tokens(tokenizer: PreTrainedTokenizerBase) -> tuple[list[int], list[
         if full[start : start + len(bare)] == bare:
             return full[:start], full[start + len(bare) :]
     raise ValueError(f"cannot read the special tokens of {type(tokenizer).__name__}")
+
+
+def encode_texts(
+    encoder: Callable[..., Any],
+    windows: list[list[list[int]]],
+    *,
+    pad_id: int,
+    device: torch.device,
+    max_tokens: int,
+) -> torch.Tensor:
+    """Windows of ``n`` texts → ``[n, d]`` float32 unit vectors: each window encoded (in
+    length-sorted chunks of at most ``max_tokens`` padded tokens) and normalised, a text's windows
+    averaged and normalised again (:func:`~decisiond.backends.windows.pool_windows`).
+
+    Args:
+        encoder (Callable): ``get_text_features(input_ids=, attention_mask=)`` of a CLIP-style model.
+        windows (list[list[list[int]]]): per text, its windows of token ids (special tokens included).
+        pad_id (int): the padding id.
+        device (torch.device): where the encoder runs.
+        max_tokens (int): padded tokens per encoder call.
+    """
+    flat = [w for ws in windows for w in ws]
+
+    def run(chunk: list[int]) -> torch.Tensor:
+        ids, mask = pad([flat[i] for i in chunk], pad_id)
+        out = encoder(input_ids=ids.to(device), attention_mask=mask.to(device))
+        return torch.nn.functional.normalize(_features(out).float(), dim=-1)
+
+    embedded = run_sorted(flat, run, max_tokens=max_tokens)  # [W, d]
+    owner = torch.repeat_interleave(torch.arange(len(windows)), torch.tensor([len(ws) for ws in windows]))
+    return pool_windows(embedded, owner.to(embedded.device), len(windows))
 
 
 class ClipBackend(Backend):
@@ -201,16 +232,9 @@ class ClipBackend(Backend):
 
     def _encode_texts(self, windows: list[list[list[int]]]) -> torch.Tensor:
         """Windows of ``n`` texts → ``[n, d]`` float32 unit vectors (window embeddings averaged)."""
-        flat = [w for ws in windows for w in ws]
-
-        def run(chunk: list[int]) -> torch.Tensor:
-            ids, mask = pad([flat[i] for i in chunk], self._pad)
-            out = self.model.get_text_features(input_ids=ids.to(self.device), attention_mask=mask.to(self.device))
-            return torch.nn.functional.normalize(_features(out).float(), dim=-1)
-
-        embedded = run_sorted(flat, run, max_tokens=self.encode_tokens)  # [W, d]
-        owner = torch.repeat_interleave(torch.arange(len(windows)), torch.tensor([len(ws) for ws in windows]))
-        return pool_windows(embedded, owner.to(embedded.device), len(windows))
+        return encode_texts(
+            self.model.get_text_features, windows, pad_id=self._pad, device=self.device, max_tokens=self.encode_tokens
+        )
 
     @torch.inference_mode()
     def forward(self, batch: Sequence[Prepared]) -> torch.Tensor:

@@ -116,6 +116,67 @@ def build_clip(folder: Path) -> Path:
     return folder
 
 
+def build_owlv2(folder: Path) -> Path:
+    """A tiny Owlv2ForObjectDetection (text and vision hidden 32, 32×32 images in 8×8 patches: 16
+    candidate boxes) with the MiniLM tokenizer and an OWLv2 image processor, which pads each image
+    to a square before resizing it, as the real checkpoints' processor does."""
+    return build_owl(folder, version=2)
+
+
+def build_owl(folder: Path, *, version: int = 2) -> Path:
+    """A tiny OWL-ViT (``version=1``: its processor stretches the image to the square) or OWLv2
+    (``version=2``: its processor pads to a square first) detector, with 16 candidate boxes."""
+    from transformers import AutoTokenizer
+
+    if version == 1:
+        from transformers import OwlViTConfig as Config
+        from transformers import OwlViTForObjectDetection as Detector
+        from transformers import OwlViTImageProcessorPil as Processor
+    else:
+        from transformers import Owlv2Config as Config  # type: ignore[assignment]
+        from transformers import Owlv2ForObjectDetection as Detector  # type: ignore[assignment]
+        from transformers import Owlv2ImageProcessorPil as Processor  # type: ignore[assignment]
+
+    torch.manual_seed(SEED)
+    tokenizer = write_tokenizer(folder)
+    # OWL's text tower pools the position of the largest token id, which CLIP's vocabulary makes its
+    # end-of-text token; give the MiniLM vocabulary such an end token, or every query would be read
+    # at its first high-id word ("option 1" and "option 2" alike)
+    tokenizer.add_special_tokens({"sep_token": "<|endoftext|>"})
+    tokenizer.save_pretrained(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)  # its template now ends with it
+    text = {
+        "vocab_size": len(tokenizer),
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "max_position_embeddings": 16,
+        "bos_token_id": tokenizer.cls_token_id,
+        "eos_token_id": tokenizer.sep_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+    }
+    vision = {
+        "hidden_size": 32,
+        "intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "image_size": 32,
+        "patch_size": 8,
+    }
+    # the class head compares image embeddings of the text width with projected queries: projection = text width
+    model = Detector(Config(text_config=text, vision_config=vision, projection_dim=32))
+    with torch.no_grad():  # the default head init (std ≈ 1 at width 32) saturates every box and logit
+        for head, std in ((model.box_head, 0.05), (model.class_head, 0.1)):
+            for layer in head.modules():
+                if isinstance(layer, torch.nn.Linear):
+                    layer.weight.normal_(0.0, std)
+                    layer.bias.normal_(0.0, std)
+    model.save_pretrained(folder)
+    Processor(size={"height": 32, "width": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(folder)
+    return folder
+
+
 @dataclass(frozen=True)
 class TinyModel:
     """A tiny checkpoint and how to serve it.
@@ -168,6 +229,7 @@ TINY_MODELS: dict[str, TinyModel] = {
     "cross_encoder_reranker": TinyModel("cross_encoder", build_bert_reranker, {"window": 64, "overlap": 8}),
     "clip": TinyModel("clip", build_clip, {"window": 64, "overlap": 8, "modalities": ["text", "image"]}),
     "causal_lm": TinyModel("causal_lm", _llama),
+    "detector": TinyModel("detector", build_owlv2, {"window": 16, "overlap": 4, "modalities": ["text", "image"]}),
     "pointer_head_kev": TinyModel("pointer_head", _kev, {"family": "kev"}),
     "pointer_head_kev_qwen3_5": TinyModel("pointer_head", _kev_hybrid, {"family": "kev"}),
     "pointer_head_wev": TinyModel("pointer_head", _wev, {"family": "wev"}),
