@@ -321,7 +321,9 @@ class Engine:
         expected = sum(job.prepared.work.num_slots for job in batch)
         if logits.numel() != expected:
             raise RuntimeError(f"the backend gave {logits.numel()} logits for {expected} slots")
-        return read(logits, [q.size for q in questions], [self.backend.temperature(q.kind) for q in questions])
+        temperatures = [self.backend.temperature(q.kind) for q in questions]
+        logits, temperatures = self.backend.calibration.apply(logits, questions, temperatures)
+        return read(logits, [q.size for q in questions], temperatures)
 
     def _fail(self, batch: list[_Job], exc: Exception, out_of_memory: bool) -> None:
         """Log a failed batch; fail its requests unless it will be split and retried."""

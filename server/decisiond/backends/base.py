@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from ..calibration import Calibration
 from ..errors import MaxTokensExceeded
 from ..render import Kind, Question
 
@@ -53,12 +54,15 @@ class Prepared:
         input_tokens (int): tokens the model reads for this request (``usage.input_tokens``).
         cost (int): tokens this request adds to a micro-batch (the ``max_batch_tokens`` budget).
         features (Any): whatever the backend's ``forward`` needs (token ids, pixel values, …).
+        warnings (tuple[str, ...]): notes for the caller about how the request was read (the
+            response's ``x_warnings``), e.g. a state the model cannot read.
     """
 
     work: Work
     input_tokens: int
     cost: int
     features: Any = None
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,8 @@ class Backend(ABC):
         self._temperature = float(temperature)
         self.limits = limits or TokenLimits()
         self.modalities = modalities
+        #: The manifest's ``[calibration]`` (set by the loader); applied by the engine before the readout.
+        self.calibration = Calibration()
 
     def temperature(self, kind: Kind) -> float:
         """The temperature of questions of ``kind`` (> 0). Defaults to the manifest's scalar."""

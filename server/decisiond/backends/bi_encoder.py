@@ -5,6 +5,13 @@ The state is embedded once per request, whatever the number of questions; every 
 noul side) is embedded once and kept in a bounded LRU. A text longer than the window is read in
 overlapping windows whose embeddings are pooled (:mod:`.windows`). The readout divides the cosine
 by the manifest's temperature.
+
+A noul whose criteria do not describe both sides is read as a statement instead
+(:mod:`.statements`): its instructions made affirmative by rule (plus the true side's description),
+and p(true) = sigmoid(NOUL_SLOPE · z + NOUL_OFFSET) with z the z-score of cos(state, statement)
+among the cosines of a fixed bank of generic texts (embedded at load) with the same statement; a
+negated question answers the complement of its affirmative. A state the tokenizer reads mostly as
+unknown tokens (a script outside the vocabulary) gets uniform answers and an ``x_warnings`` note.
 """
 
 from __future__ import annotations
@@ -21,10 +28,40 @@ from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTo
 from ..cache import TensorLRU
 from ..config import Settings
 from ..manifest import Manifest
-from ..render import SlotTemplates, to_text
+from ..render import Question, SlotTemplates, to_text
 from .base import Backend, Prepared, TokenLimits, Work
 from .padding import pad, run_sorted
+from .statements import GENERIC_TEXTS, affirmative
 from .windows import pool_windows, split_windows
+
+#: p(true) of a statement noul is sigmoid(NOUL_SLOPE · z + NOUL_OFFSET), z the state's z-score among the
+#: generic texts (the even point at z = 1.85: a state about the statement sits well above generic texts).
+#: Fitted by NLL (Platt scaling) on the even-numbered states of eval/labelled.jsonl only, so the odd half
+#: stays out of sample; `decisiond calibrate` refits both on a user's own examples.
+NOUL_SLOPE = 0.47
+NOUL_OFFSET = -0.87
+#: A state whose tokens are at least this share of unknown tokens is unreadable (answered uniformly).
+UNREADABLE_SHARE = 0.5
+
+
+def statement_text(question: Question) -> tuple[str, bool] | None:
+    """The statement a noul is read as, and whether it is negated; None when both sides are described
+    (those are compared side against side).
+
+    Example:
+        >>> from decisiond.render import Option
+        >>> statement_text(Question("noul", "Is it not late?", (Option("false", None), Option("true", None))))
+        ('it late', True)
+    """
+    if question.kind != "noul":
+        return None
+    described = [o.description is not None and to_text(o.description).strip() != "" for o in question.options]
+    if all(described):
+        return None
+    statement = affirmative(to_text(question.instructions))
+    true_side = to_text(question.options[1].description).strip() if described[1] else ""
+    text = ". ".join(part for part in (statement.text, true_side) if part) or "Yes."
+    return text, statement.negated
 
 
 @dataclass(frozen=True)
@@ -35,11 +72,16 @@ class BiEncoderFeatures:
         state_windows (list[list[int]]): the state's windows, special tokens included.
         slot_texts (list[str]): every slot's text, in slot order.
         slot_windows (dict[str, list[list[int]]]): the windows of each distinct slot text.
+        statements (tuple[tuple[int, bool], ...]): each statement noul's first slot index (both of its
+            slots hold the statement) and whether it is negated.
+        unreadable (bool): the state is mostly unknown tokens; every slot's logit is 0.
     """
 
     state_windows: list[list[int]]
     slot_texts: list[str]
     slot_windows: dict[str, list[list[int]]]
+    statements: tuple[tuple[int, bool], ...] = ()
+    unreadable: bool = False
 
 
 class BiEncoderBackend(Backend):
@@ -88,6 +130,8 @@ class BiEncoderBackend(Backend):
         self._cls = [tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else []
         self._sep = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else []
         self._pad = tokenizer.pad_token_id or 0
+        self._unk = tokenizer.unk_token_id
+        self.bank = self._embed_texts(self._windows(list(GENERIC_TEXTS)))  # [G, d] unit vectors
 
     @classmethod
     def from_manifest(
@@ -132,7 +176,15 @@ class BiEncoderBackend(Backend):
 
     def prepare(self, work: Work) -> Prepared:
         """Tokenise the state and every slot text; count tokens (each window with its specials)."""
-        slot_texts = [text for q in work.questions for text in self.templates.slot_texts(q)]
+        slot_texts: list[str] = []
+        statements: list[tuple[int, bool]] = []
+        for question in work.questions:
+            statement = statement_text(question)
+            if statement is None:
+                slot_texts.extend(self.templates.slot_texts(question))
+            else:
+                statements.append((len(slot_texts), statement[1]))
+                slot_texts.extend([statement[0], statement[0]])
         distinct = list(dict.fromkeys(slot_texts))
         windows = self._windows([to_text(work.state), *distinct])
         state_windows, slot_windows = windows[0], dict(zip(distinct, windows[1:], strict=True))
@@ -140,8 +192,32 @@ class BiEncoderBackend(Backend):
         slot_tokens = {text: sum(len(w) for w in ws) for text, ws in slot_windows.items()}
         total = state_tokens + sum(slot_tokens[text] for text in slot_texts)
         self.limits.check(state_tokens, total)
-        features = BiEncoderFeatures(state_windows, slot_texts, slot_windows)
-        return Prepared(work, input_tokens=total, cost=state_tokens + sum(slot_tokens.values()), features=features)
+        share = self._unknown_share(state_windows)
+        warnings: tuple[str, ...] = ()
+        if share >= UNREADABLE_SHARE:
+            warnings = (
+                f"this model cannot read the state: {share:.0%} of its tokens are unknown to the tokenizer "
+                "(a script outside its vocabulary); every answer is uniform. Use a multilingual model.",
+            )
+        features = BiEncoderFeatures(
+            state_windows, slot_texts, slot_windows, tuple(statements), unreadable=share >= UNREADABLE_SHARE
+        )
+        return Prepared(
+            work,
+            input_tokens=total,
+            cost=state_tokens + sum(slot_tokens.values()),
+            features=features,
+            warnings=warnings,
+        )
+
+    def _unknown_share(self, windows: list[list[list[int]]] | list[list[int]]) -> float:
+        """The share of unknown tokens among a text's tokens (specials excluded), 0 for an empty text."""
+        specials = len(self._cls) + len(self._sep)
+        tokens = sum(max(0, len(w) - specials) for w in windows)  # type: ignore[arg-type]
+        if self._unk is None or tokens == 0:
+            return 0.0
+        unknown = sum(sum(1 for t in w if t == self._unk) for w in windows)  # type: ignore[misc]
+        return unknown / tokens
 
     # ---------------------------------------------------------------- model stage
 
@@ -193,7 +269,34 @@ class BiEncoderBackend(Backend):
         owner = torch.repeat_interleave(
             torch.arange(len(features)), torch.tensor([len(f.slot_texts) for f in features])
         ).to(states.device)  # [N]
-        return (table[slot_index] * states[owner]).sum(dim=1).float().cpu()  # [N] cosines
+        cosines = (table[slot_index] * states[owner]).sum(dim=1).float()  # [N]
+        return self._read_statements(cosines, features, table[slot_index]).cpu()
+
+    def _read_statements(
+        self, cosines: torch.Tensor, features: list[BiEncoderFeatures], slots: torch.Tensor
+    ) -> torch.Tensor:
+        """Statement nouls' slots → logits (0, ±(NOUL_SLOPE · z + NOUL_OFFSET) · T); unreadable states' → 0.
+
+        Args:
+            cosines: ``[N]`` cos(state, slot text).
+            features: the batch's requests.
+            slots: ``[N, d]`` slot-text embeddings.
+        """
+        out = cosines.clone()
+        temperature = self._temperature  # the readout divides by it again
+        start = 0
+        for f in features:
+            if f.statements:
+                first = torch.tensor([start + i for i, _ in f.statements], device=out.device)  # [S]
+                bank = slots[first] @ self.bank.T  # [S, G] cos(generic text, statement)
+                z = (cosines[first] - bank.mean(dim=1)) / bank.std(dim=1).clamp(min=1e-6)  # [S]
+                sign = torch.tensor([-1.0 if negated else 1.0 for _, negated in f.statements], device=out.device)
+                out[first] = 0.0
+                out[first + 1] = sign * (NOUL_SLOPE * z + NOUL_OFFSET) * temperature
+            if f.unreadable:
+                out[start : start + len(f.slot_texts)] = 0.0
+            start += len(f.slot_texts)
+        return out
 
     def cache_stats(self) -> dict[str, dict[str, int]]:
         return {"slot_embeddings": self.cache.stats()}

@@ -200,9 +200,10 @@ class CausalLMBackend(Backend):
             raise ValueError(
                 f"manifest {manifest.name}: the causal_lm backend reads text only, not {manifest.modalities}"
             )
-        path = manifest.weights_path()
+        path = manifest.weights_path(settings.cache_dir)
         if manifest.weights.gguf_file:
-            path = converted_gguf(path, manifest.weights.gguf_file, settings.cache_dir)
+            saved = torch.bfloat16 if manifest.weights.gguf_dtype == "bfloat16" else torch.float32
+            path = converted_gguf(path, manifest.weights.gguf_file, settings.cache_dir, dtype=saved)
         model, tokenizer, has_head = load_checkpoint(path, dtype=dtype)
         config = model.decision_config if has_head else DecisionConfig.from_pretrained(str(path), local_files_only=True)
         if config.adapter:  # a LoRA in a subfolder, as pipeline("decision") loads it

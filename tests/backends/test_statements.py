@@ -1,0 +1,46 @@
+"""Yes/no questions made affirmative statements by rule (the default model's noul readout)."""
+
+from __future__ import annotations
+
+import pytest
+
+from decisiond.backends.bi_encoder import statement_text
+from decisiond.backends.statements import Statement, affirmative
+from decisiond.render import Option, Question
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Is the customer satisfied?", Statement("the customer satisfied", False)),
+        ("Is the customer not satisfied?", Statement("the customer satisfied", True)),
+        ("Does the ticket mention a deadline?", Statement("the ticket mention a deadline", False)),
+        ("Does the ticket not mention a deadline?", Statement("the ticket mention a deadline", True)),
+        ("Doesn't the ticket mention a deadline?", Statement("the ticket mention a deadline", True)),
+        ("Is there no workaround?", Statement("there a workaround", True)),
+        ("Is no one's safety at risk?", Statement("someone's safety at risk", True)),
+        ("Has the customer never ordered before?", Statement("the customer ever ordered before", True)),
+        ("Was malware detected?", Statement("malware detected", False)),
+        ("Names a deadline", Statement("Names a deadline", False)),  # not a question: kept as is
+        ("Not a question, no mark", Statement("Not a question, no mark", False)),
+    ],
+)
+def test_affirmative(question: str, expected: Statement) -> None:
+    assert affirmative(question) == expected
+
+
+def test_a_question_and_its_negation_share_one_statement() -> None:
+    plain, negated = affirmative("Is this comment insulting?"), affirmative("Is this comment not insulting?")
+    assert plain.text == negated.text and not plain.negated and negated.negated
+
+
+def noul(instructions: str, false: str | None = None, true: str | None = None) -> Question:
+    return Question("noul", instructions, (Option("false", false), Option("true", true)))
+
+
+def test_statement_text_uses_the_true_side_and_leaves_two_sided_nouls_alone() -> None:
+    assert statement_text(noul("Is it urgent?", true="Says now or today")) == ("it urgent. Says now or today", False)
+    assert statement_text(noul("Is it not urgent?")) == ("it urgent", True)
+    assert statement_text(noul("Is it urgent?", false="Can wait", true="Must be now")) is None
+    assert statement_text(noul("", true="Says now")) == ("Says now", False)
+    assert statement_text(Question("choice", "x", (Option("a", None),))) is None
