@@ -62,7 +62,9 @@ def _serve(
     """Start the app on ``manifest``, wait for the model, make ``calls`` (method, path, json) in order."""
 
     async def run() -> list[httpx.Response]:
-        app = create_app(Settings(**settings), manifests=[manifest])
+        # float32 unless asked: `--dtype auto` is bf16 for a causal LM on a CPU with AVX512-BF16 or AMX, and
+        # these tests compare with pipeline("decision") in float32
+        app = create_app(Settings(**{"dtype": "float32", **settings}), manifests=[manifest])
         async with LifespanManager(app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
