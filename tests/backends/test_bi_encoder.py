@@ -137,6 +137,13 @@ async def test_a_noul_and_its_negation_sum_to_one(minilm_client: httpx.AsyncClie
     assert answers["plain"]["noul"] + answers["negated"]["noul"] == pytest.approx(1.0, abs=2e-4)
 
 
+async def test_a_one_sided_noul_and_its_negation_sum_to_one(minilm_client: httpx.AsyncClient) -> None:
+    negated = {**URGENT, "instructions": "Does the ticket not communicate time pressure?"}
+    answers = (await ask(minilm_client, {"plain": URGENT, "negated": negated}))["answers"]
+    assert answers["plain"]["noul"] > 0.5
+    assert answers["plain"]["noul"] + answers["negated"]["noul"] == pytest.approx(1.0, abs=2e-4)
+
+
 async def test_a_criteria_less_noul_tells_a_destructive_command_from_a_harmless_one(
     minilm_client: httpx.AsyncClient,
 ) -> None:

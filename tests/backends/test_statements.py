@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from decisiond.backends.bi_encoder import statement_text
+from decisiond.backends.bi_encoder import one_sided, statement_text
 from decisiond.backends.statements import Statement, affirmative
 from decisiond.render import Option, Question
 
@@ -38,9 +38,17 @@ def noul(instructions: str, false: str | None = None, true: str | None = None) -
     return Question("noul", instructions, (Option("false", false), Option("true", true)))
 
 
-def test_statement_text_uses_the_true_side_and_leaves_two_sided_nouls_alone() -> None:
-    assert statement_text(noul("Is it urgent?", true="Says now or today")) == ("it urgent. Says now or today", False)
+def test_only_nouls_without_criteria_are_read_as_statements() -> None:
     assert statement_text(noul("Is it not urgent?")) == ("it urgent", True)
+    assert statement_text(noul("")) == ("Yes.", False)
+    assert statement_text(noul("Is it urgent?", true="Says now or today")) is None
     assert statement_text(noul("Is it urgent?", false="Can wait", true="Must be now")) is None
-    assert statement_text(noul("", true="Says now")) == ("Says now", False)
     assert statement_text(Question("choice", "x", (Option("a", None),))) is None
+
+
+def test_a_one_sided_noul_keeps_its_sides_under_affirmative_instructions() -> None:
+    question = noul("Is it not urgent?", true="Says now")
+    assert one_sided(question) == (Question("noul", "it urgent", question.options), True)
+    assert one_sided(noul("Is it urgent?", false="Can wait"))[1] is False  # type: ignore[index]
+    assert one_sided(noul("Is it urgent?")) is None
+    assert one_sided(noul("Is it urgent?", false="Can wait", true="Must be now")) is None

@@ -6,12 +6,13 @@ noul side) is embedded once and kept in a bounded LRU. A text longer than the wi
 overlapping windows whose embeddings are pooled (:mod:`.windows`). The readout divides the cosine
 by the manifest's temperature.
 
-A noul whose criteria do not describe both sides is read as a statement instead
-(:mod:`.statements`): its instructions made affirmative by rule (plus the true side's description),
-and p(true) = sigmoid(NOUL_SLOPE · z + NOUL_OFFSET) with z the z-score of cos(state, statement)
-among the cosines of a fixed bank of generic texts (embedded at load) with the same statement; a
-negated question answers the complement of its affirmative. A state the tokenizer reads mostly as
-unknown tokens (a script outside the vocabulary) gets uniform answers and an ``x_warnings`` note.
+A noul without criteria is read as a statement instead (:mod:`.statements`): its instructions
+made affirmative by rule, and p(true) = sigmoid(NOUL_SLOPE · z + NOUL_OFFSET) with z the z-score
+of cos(state, statement) among the cosines of a fixed bank of generic texts (embedded at load)
+with the same statement; a negated question answers the complement of its affirmative. A noul
+with one described side compares its sides under its affirmative instructions, swapped when
+negated. A state the tokenizer reads mostly as unknown tokens (a script outside the vocabulary)
+gets uniform answers and an ``x_warnings`` note.
 """
 
 from __future__ import annotations
@@ -45,24 +46,36 @@ NOUL_OFFSET = -0.56
 UNREADABLE_SHARE = 0.5
 
 
+def _described(question: Question) -> list[bool]:
+    return [o.description is not None and to_text(o.description).strip() != "" for o in question.options]
+
+
 def statement_text(question: Question) -> tuple[str, bool] | None:
-    """The statement a noul is read as, and whether it is negated; None when both sides are described
-    (those are compared side against side).
+    """The statement a noul without criteria is read as, and whether it is negated; None for any
+    other question (a noul with a described side compares its sides).
 
     Example:
         >>> from decisiond.render import Option
         >>> statement_text(Question("noul", "Is it not late?", (Option("false", None), Option("true", None))))
         ('it late', True)
     """
-    if question.kind != "noul":
-        return None
-    described = [o.description is not None and to_text(o.description).strip() != "" for o in question.options]
-    if all(described):
+    if question.kind != "noul" or any(_described(question)):
         return None
     statement = affirmative(to_text(question.instructions))
-    true_side = to_text(question.options[1].description).strip() if described[1] else ""
-    text = ". ".join(part for part in (statement.text, true_side) if part) or "Yes."
-    return text, statement.negated
+    return statement.text or "Yes.", statement.negated
+
+
+def one_sided(question: Question) -> tuple[Question, bool] | None:
+    """A noul with exactly one described side, its instructions made affirmative, and whether they were
+    negated (its two logits are then swapped: the complement); None for any other question.
+
+    Its sides are compared as before (the described side against ``Yes.``/``No.``): on the triage
+    example this reads the time pressure of "refunded today" (0.81) where the statement readout did not (0.39).
+    """
+    if question.kind != "noul" or sum(_described(question)) != 1:
+        return None
+    statement = affirmative(to_text(question.instructions))
+    return Question("noul", statement.text, question.options), statement.negated
 
 
 @dataclass(frozen=True)
@@ -75,6 +88,7 @@ class BiEncoderFeatures:
         slot_windows (dict[str, list[list[int]]]): the windows of each distinct slot text.
         statements (tuple[tuple[int, bool], ...]): each statement noul's first slot index (both of its
             slots hold the statement) and whether it is negated.
+        swaps (tuple[int, ...]): the first slot index of each negated one-sided noul (logits swapped).
         unreadable (bool): the state is mostly unknown tokens; every slot's logit is 0.
     """
 
@@ -82,6 +96,7 @@ class BiEncoderFeatures:
     slot_texts: list[str]
     slot_windows: dict[str, list[list[int]]]
     statements: tuple[tuple[int, bool], ...] = ()
+    swaps: tuple[int, ...] = ()
     unreadable: bool = False
 
 
@@ -179,9 +194,13 @@ class BiEncoderBackend(Backend):
         """Tokenise the state and every slot text; count tokens (each window with its specials)."""
         slot_texts: list[str] = []
         statements: list[tuple[int, bool]] = []
+        swaps: list[int] = []
         for question in work.questions:
-            statement = statement_text(question)
-            if statement is None:
+            statement, sided = statement_text(question), one_sided(question)
+            if sided is not None:
+                swaps.extend([len(slot_texts)] if sided[1] else [])
+                slot_texts.extend(self.templates.slot_texts(sided[0]))
+            elif statement is None:
                 slot_texts.extend(self.templates.slot_texts(question))
             else:
                 statements.append((len(slot_texts), statement[1]))
@@ -201,7 +220,7 @@ class BiEncoderBackend(Backend):
                 "(a script outside its vocabulary); every answer is uniform. Use a multilingual model.",
             )
         features = BiEncoderFeatures(
-            state_windows, slot_texts, slot_windows, tuple(statements), unreadable=share >= UNREADABLE_SHARE
+            state_windows, slot_texts, slot_windows, tuple(statements), tuple(swaps), share >= UNREADABLE_SHARE
         )
         return Prepared(
             work,
@@ -276,7 +295,8 @@ class BiEncoderBackend(Backend):
     def _read_statements(
         self, cosines: torch.Tensor, features: list[BiEncoderFeatures], slots: torch.Tensor
     ) -> torch.Tensor:
-        """Statement nouls' slots → logits (0, ±(NOUL_SLOPE · z + NOUL_OFFSET) · T); unreadable states' → 0.
+        """Statement nouls' slots → logits (0, ±(NOUL_SLOPE · z + NOUL_OFFSET) · T); negated one-sided nouls'
+        two cosines swapped; unreadable states' → 0.
 
         Args:
             cosines: ``[N]`` cos(state, slot text).
@@ -294,6 +314,8 @@ class BiEncoderBackend(Backend):
                 sign = torch.tensor([-1.0 if negated else 1.0 for _, negated in f.statements], device=out.device)
                 out[first] = 0.0
                 out[first + 1] = sign * (NOUL_SLOPE * z + NOUL_OFFSET) * temperature
+            for first in f.swaps:
+                out[start + first], out[start + first + 1] = cosines[start + first + 1], cosines[start + first]
             if f.unreadable:
                 out[start : start + len(f.slot_texts)] = 0.0
             start += len(f.slot_texts)
