@@ -61,6 +61,8 @@ def evaluate(name: str, args: argparse.Namespace) -> dict[str, object]:
     backend = load_backend(manifest, settings)
     load_s = time.perf_counter() - started
     items = read_items(args.data)
+    if args.types:
+        items = [i for i in items if i.question.kind in args.types.split(",")]
     if args.every > 1:
         keep = set(list(dict.fromkeys(_state_key(i) for i in items))[:: args.every])
         items = [i for i in items if _state_key(i) in keep]
@@ -73,6 +75,7 @@ def evaluate(name: str, args: argparse.Namespace) -> dict[str, object]:
         "dtype": str(backend.dtype).removeprefix("torch."),
         "items": len(items),
         "every_kth_state": args.every,
+        "types": args.types or "all",
         "states": len({_state_key(i) for i in items}),
         "load_s": round(load_s, 1),
         "read_s": round(reading.seconds, 1),
@@ -93,6 +96,7 @@ def main() -> int:
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--every", type=int, default=1, help="read only every K-th state (1: all)")
+    parser.add_argument("--types", default="", help="only these question types, comma-separated (default all)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--out", type=Path, default=None, help="append the figures (JSON lines) here")
     args = parser.parse_args()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from decisiond.backends.bi_encoder import one_sided, statement_text
-from decisiond.backends.statements import Statement, affirmative
+from decisiond.backends.statements import Statement, affirmative, positive_question
 from decisiond.render import Option, Question
 
 
@@ -52,3 +52,20 @@ def test_a_one_sided_noul_keeps_its_sides_under_affirmative_instructions() -> No
     assert one_sided(noul("Is it urgent?", false="Can wait"))[1] is False  # type: ignore[index]
     assert one_sided(noul("Is it urgent?")) is None
     assert one_sided(noul("Is it urgent?", false="Can wait", true="Must be now")) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Is the customer not satisfied?", Statement("Is the customer satisfied?", True)),
+        ("Doesn't the ticket mention a deadline?", Statement("Does the ticket mention a deadline?", True)),
+        ("can't this wait?", Statement("can this wait?", True)),
+        ("Is there no workaround?", Statement("Is there a workaround?", True)),
+        ("Is no one's safety at risk?", Statement("Is someone's safety at risk?", True)),
+        ("Is the customer satisfied?", Statement("Is the customer satisfied?", False)),
+        ("Not late.", Statement("Not late.", False)),
+        ("Why not?", Statement("Why not?", False)),  # no auxiliary: not a yes/no question to rewrite
+    ],
+)
+def test_positive_question(question: str, expected: Statement) -> None:
+    assert positive_question(question) == expected

@@ -38,7 +38,7 @@ from .windows import pool_windows, split_windows
 #: p(true) of a statement noul is sigmoid(NOUL_SLOPE · z + NOUL_OFFSET), z the state's z-score among the
 #: generic texts: the even point is z = 1.2 (a state about the statement sits well above generic texts).
 #: Both were set on the even-numbered states of eval/labelled.jsonl only (the even point for accuracy, the
-#: slope by NLL), so the odd half is out of sample (0.62 there, 0.71 on the even half); `decisiond
+#: slope by NLL), so the odd half is out of sample (nouls 0.62 there, 0.70 on the even half); `decisiond
 #: calibrate` refits them on a user's own examples.
 NOUL_SLOPE = 0.47
 NOUL_OFFSET = -0.56

@@ -77,6 +77,42 @@ def affirmative(question: str) -> Statement:
     return Statement(text.strip().rstrip("?").strip(), negated)
 
 
+_POSITIVE_AUXILIARY = {
+    "isn't": "is", "aren't": "are", "wasn't": "was", "weren't": "were", "don't": "do", "doesn't": "does",
+    "didn't": "did", "hasn't": "has", "haven't": "have", "hadn't": "had", "can't": "can", "cannot": "can",
+    "couldn't": "could", "won't": "will", "wouldn't": "would", "shouldn't": "should", "mustn't": "must",
+}  # fmt: skip
+
+
+def positive_question(question: str) -> Statement:
+    """A negated yes/no question made positive, still a question, and whether it was negated.
+
+    The same rules as :func:`affirmative`, keeping the auxiliary (for a model that reads questions).
+
+    Example:
+        >>> positive_question("Doesn't the ticket mention a deadline?")
+        Statement(text='Does the ticket mention a deadline?', negated=True)
+        >>> positive_question("Is there no workaround?")
+        Statement(text='Is there a workaround?', negated=True)
+    """
+    text = question.strip()
+    if not text.endswith("?"):
+        return Statement(text, False)
+    contracted = _CONTRACTED.match(text)
+    if contracted:
+        word = contracted.group(1)
+        positive = _POSITIVE_AUXILIARY[word.lower()]
+        positive = positive.capitalize() if word[0].isupper() else positive
+        return Statement(positive + " " + text[contracted.end() :], True)
+    if not _AUXILIARY.match(text):
+        return Statement(text, False)
+    for pattern, undo in _NEGATIONS:
+        found = pattern.search(text)
+        if found:
+            return Statement(re.sub(r"\s{2,}", " ", text[: found.start()] + undo + text[found.end() :]).strip(), True)
+    return Statement(text, False)
+
+
 #: Generic texts, of many kinds and none in particular: a state's similarity to a statement is read
 #: as a z-score against these texts' similarities to the same statement. Fixed, so answers never
 #: depend on other requests.
