@@ -64,7 +64,7 @@ def evaluate(name: str, args: argparse.Namespace) -> dict[str, object]:
     if args.types:
         items = [i for i in items if i.question.kind in args.types.split(",")]
     if args.every > 1:
-        keep = set(list(dict.fromkeys(_state_key(i) for i in items))[:: args.every])
+        keep = set(list(dict.fromkeys(_state_key(i) for i in items))[args.start :: args.every])
         items = [i for i in items if _state_key(i) in keep]
     reading = read_logits(backend, items)
     as_served = probabilities(reading, manifest.calibration)
@@ -75,6 +75,7 @@ def evaluate(name: str, args: argparse.Namespace) -> dict[str, object]:
         "dtype": str(backend.dtype).removeprefix("torch."),
         "items": len(items),
         "every_kth_state": args.every,
+        "first_state": args.start,
         "types": args.types or "all",
         "states": len({_state_key(i) for i in items}),
         "load_s": round(load_s, 1),
@@ -96,6 +97,7 @@ def main() -> int:
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--every", type=int, default=1, help="read only every K-th state (1: all)")
+    parser.add_argument("--start", type=int, default=0, help="with --every: the first state read (0-based)")
     parser.add_argument("--types", default="", help="only these question types, comma-separated (default all)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--out", type=Path, default=None, help="append the figures (JSON lines) here")

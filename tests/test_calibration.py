@@ -104,4 +104,5 @@ def test_write_calibration_replaces_the_table_and_reads_back(tmp_path: Path) -> 
     read_back = read_manifest(manifest)
     assert read_back.calibration == Calibration(noul=1.5, choice=0.9, score=2.0, noul_offset=0.1)
     assert manifest.read_text(encoding="utf-8").count("[calibration]") == 1
+    assert manifest.read_text(encoding="utf-8").count("# Fitted by") == 1
     assert read_back.weights.path == "."

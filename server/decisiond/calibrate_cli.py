@@ -63,7 +63,7 @@ def fit(items: list[Any], logits: list[torch.Tensor]) -> Calibration:
 def write_calibration(path: Path, calibration: Calibration) -> None:
     """Replace (or append) the ``[calibration]`` table of the manifest file at ``path``."""
     text = path.read_text(encoding="utf-8")
-    text = re.sub(r"(?ms)^\[calibration\]\n.*?(?=^\[|\Z)", "", text).rstrip("\n") + "\n"
+    text = re.sub(r"(?ms)^(# Fitted by[^\n]*\n)?\[calibration\]\n.*?(?=^\[|\Z)", "", text).rstrip("\n") + "\n"
     table = "\n".join(f"{k} = {round(v, 4)}" for k, v in calibration.model_dump().items())
     path.write_text(
         text + "\n# Fitted by `decisiond calibrate` (NLL on labelled examples).\n[calibration]\n" + table + "\n",
