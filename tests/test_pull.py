@@ -154,3 +154,20 @@ def test_serving_qwen_without_its_weights_says_to_pull(
     )
     assert status == 2
     assert "run `decisiond pull qwen2.5-1.5b`" in capfd.readouterr().err
+
+
+def test_the_local_hugging_face_cache_is_used_when_it_holds_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    payload = b"from the hub cache" * 10
+    cached = tmp_path / "hub" / "tiny.gguf"
+    cached.parent.mkdir()
+    cached.write_bytes(payload)
+    monkeypatch.setattr("decisiond.pull.hf_cached_file", lambda source: cached)
+
+    def no_download(requirements: Sequence[str], dest: Path) -> None:
+        raise AssertionError("nothing may be downloaded when the Hugging Face cache has the file")
+
+    folder = pull("tiny", tmp_path / "cache", download=no_download, convert=None,
+                  sources={"tiny": fake_source(payload, 2)})  # fmt: skip
+    assert (folder / "tiny.gguf").read_bytes() == payload
