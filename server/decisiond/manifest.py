@@ -35,7 +35,7 @@ class Weights(BaseModel):
         pull: a name ``decisiond pull`` fetches into the user cache (``<cache>/pulled/<name>``).
         gguf_file: a GGUF file name inside the resolved folder (read with transformers'
             ``gguf_file=``).
-        gguf_dtype: the dtype the GGUF file is converted to once (``float32`` or ``bfloat16``).
+        gguf_dtype: the dtype the GGUF file is converted to once (``float32``, the default, or ``bfloat16``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -47,7 +47,7 @@ class Weights(BaseModel):
     revision: str | None = None
     pull: str | None = None
     gguf_file: str | None = None
-    gguf_dtype: Literal["float32", "bfloat16"] = "float32"
+    gguf_dtype: Literal["float32", "bfloat16"] | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> Weights:
