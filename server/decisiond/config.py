@@ -158,6 +158,12 @@ def read_env(name: str) -> str | None:
     return value or None
 
 
+def default_cache_dir() -> Path:
+    """``$DECISIOND_CACHE_DIR`` when set, else ``~/.cache/decisiond`` (the default of ``--cache-dir``)."""
+    value = read_env("DECISIOND_CACHE_DIR")
+    return Path(value).expanduser() if value else Path.home() / ".cache" / "decisiond"
+
+
 def hf_offline_env() -> None:
     """Force the Hugging Face libraries offline: weights are never downloaded at run time."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -82,7 +82,8 @@ def _release_device_memory() -> None:
 
 def read_output(backend: Backend, questions: Sequence[Question], output: torch.Tensor | Logits) -> Readout:
     """The readout of a forward pass: slot questions by :func:`~decisiond.readout.read`, box questions
-    by :func:`~decisiond.readout.read_boxes`, each with the backend's temperature for its kind.
+    by :func:`~decisiond.readout.read_boxes`, each with the backend's temperature for its kind (slot
+    questions also through the backend's :class:`~decisiond.calibration.Calibration`).
 
     Args:
         backend (Backend): the backend that gave ``output`` (for its temperatures).
@@ -97,7 +98,9 @@ def read_output(backend: Backend, questions: Sequence[Question], output: torch.T
     expected = sum(q.size for q in slots)
     if logits.numel() != expected:
         raise RuntimeError(f"the backend gave {logits.numel()} logits for {expected} slots")
-    readout = read(logits, [q.size for q in slots], [backend.temperature(q.kind) for q in slots])
+    # the manifest's calibration (decisiond calibrate) scales each type's temperature and shifts nouls
+    logits, temperatures = backend.calibration.apply(logits, slots, [backend.temperature(q.kind) for q in slots])
+    readout = read(logits, [q.size for q in slots], temperatures)
     if len(slots) == len(questions):
         return readout
     boxes = [q for q in questions if q.kind == "box"]

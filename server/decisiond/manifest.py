@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .calibration import Calibration
 from .config import Device, DType
 
 
@@ -24,15 +25,17 @@ class ManifestError(Exception):
 
 
 class Weights(BaseModel):
-    """Where a model's files are: exactly one of ``path``, ``package`` or ``hub``.
+    """Where a model's files are: exactly one of ``path``, ``package``, ``hub`` or ``pull``.
 
     Attributes:
         path: a local folder or file, relative to the manifest's folder or absolute.
         package: an installed Python distribution's import name; ``file`` is a path inside it.
             The package is located, never imported.
         hub: a Hugging Face id resolved only from the local cache at ``revision``.
+        pull: a name ``decisiond pull`` fetches into the user cache (``<cache>/pulled/<name>``).
         gguf_file: a GGUF file name inside the resolved folder (read with transformers'
             ``gguf_file=``).
+        gguf_dtype: the dtype the GGUF file is converted to once (``float32``, the default, or ``bfloat16``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -42,13 +45,15 @@ class Weights(BaseModel):
     file: str | None = None
     hub: str | None = None
     revision: str | None = None
+    pull: str | None = None
     gguf_file: str | None = None
+    gguf_dtype: Literal["float32", "bfloat16"] | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> Weights:
-        sources = [s for s in (self.path, self.package, self.hub) if s]
+        sources = [s for s in (self.path, self.package, self.hub, self.pull) if s]
         if len(sources) != 1:
-            raise ValueError("weights need exactly one of path, package or hub")
+            raise ValueError("weights need exactly one of path, package, hub or pull")
         return self
 
     def describe(self) -> str:
@@ -58,24 +63,38 @@ class Weights(BaseModel):
             return f"package {self.package}" + (f" (file {self.file})" if self.file else "") + gguf
         if self.hub:
             return f"Hugging Face id {self.hub}" + (f"@{self.revision}" if self.revision else "")
+        if self.pull:
+            return f"`decisiond pull {self.pull}`{gguf}"
         return f"path {self.path}{gguf}"
 
-    def resolve(self, base_dir: Path) -> Path:
+    def resolve(self, base_dir: Path, cache_dir: Path | None = None) -> Path:
         """The local folder or file of the weights (with ``gguf_file``: the folder that holds it).
+
+        ``cache_dir`` is the user cache folder that ``pull`` weights are in (default: ``--cache-dir``'s).
 
         Raises:
             ManifestError: the weights are not on this machine; the message says how to get them.
         """
-        path = self._resolve(base_dir)
+        path = self._resolve(base_dir, cache_dir)
+        if self.pull and self.gguf_file and not (path / self.gguf_file).is_file():
+            raise ManifestError(
+                f"the weights of {self.pull} are not here ({path / self.gguf_file} is missing); "
+                f"run `decisiond pull {self.pull}` once (about 1.1 GB)"
+            )
         if self.gguf_file and not (path / self.gguf_file).is_file():
             raise ManifestError(f"the GGUF file {self.gguf_file} is not in {path}; check `gguf_file` or reinstall")
         return path
 
-    def _resolve(self, base_dir: Path) -> Path:
+    def _resolve(self, base_dir: Path, cache_dir: Path | None) -> Path:
         if self.package:
             return _resolve_package(self.package, self.file)
         if self.hub:
             return _resolve_hub(self.hub, self.revision)
+        if self.pull:
+            from .config import default_cache_dir
+            from .pull import pulled_dir  # light: no torch
+
+            return pulled_dir(cache_dir or default_cache_dir(), self.pull)
         assert self.path is not None
         path = Path(self.path).expanduser()
         path = path if path.is_absolute() else (base_dir / path)
@@ -141,6 +160,7 @@ class Manifest(BaseModel):
     modalities: list[Modality] = Field(default_factory=lambda: ["text"])
     templates: dict[str, str] = Field(default_factory=dict)
     limits: Limits = Field(default_factory=Limits)
+    calibration: Calibration = Field(default_factory=Calibration)
     source: Path | None = Field(default=None, exclude=True, description="the file this manifest was read from")
 
     @model_validator(mode="after")
@@ -159,9 +179,9 @@ class Manifest(BaseModel):
         """The folder relative weights paths start from."""
         return self.source.parent if self.source else Path.cwd()
 
-    def weights_path(self) -> Path:
+    def weights_path(self, cache_dir: Path | None = None) -> Path:
         """The resolved local weights (see :meth:`Weights.resolve`)."""
-        return self.weights.resolve(self.base_dir)
+        return self.weights.resolve(self.base_dir, cache_dir)
 
     def names(self) -> list[str]:
         """The name and every alias."""

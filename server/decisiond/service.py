@@ -93,25 +93,39 @@ def token_limits(settings: Settings, manifest: Manifest) -> TokenLimits:
     )
 
 
-def load_model(manifest: Manifest, settings: Settings) -> ServedModel:
-    """Load one manifest's backend on its device and dtype and start its engine.
+def load_backend(manifest: Manifest, settings: Settings) -> Backend:
+    """Load one manifest's backend on its device and dtype, its calibration set (no engine).
 
     Raises:
         ManifestError: the weights are not on this machine.
         ValueError: an impossible device, dtype or manifest setting.
     """
-    started = time.perf_counter()
     device = resolve_device(settings.device if settings.device != "auto" else (manifest.device or "auto"))
-    dtype = resolve_dtype(settings.dtype if settings.dtype != "auto" else (manifest.dtype or "auto"), device)
+    dtype = resolve_dtype(
+        settings.dtype if settings.dtype != "auto" else (manifest.dtype or "auto"), device, backend=manifest.backend
+    )
     log.info("loading %s (%s) on %s in %s", manifest.name, manifest.backend, device, str(dtype).removeprefix("torch."))
     cls = backend_class(manifest.backend)
-    backend = cls.from_manifest(  # type: ignore[attr-defined]
+    backend: Backend = cls.from_manifest(  # type: ignore[attr-defined]
         manifest,
         device=device,
         dtype=dtype,
         limits=token_limits(settings, manifest),
         settings=settings,
     )
+    backend.calibration = manifest.calibration
+    return backend
+
+
+def load_model(manifest: Manifest, settings: Settings) -> ServedModel:
+    """Load one manifest's backend (:func:`load_backend`) and start its engine.
+
+    Raises:
+        ManifestError: the weights are not on this machine.
+        ValueError: an impossible device, dtype or manifest setting.
+    """
+    started = time.perf_counter()
+    backend = load_backend(manifest, settings)
     seconds = time.perf_counter() - started
     log.info("loaded %s in %.1f s", manifest.name, seconds)
     return ServedModel(manifest, backend, start_engine(backend, settings), seconds)
@@ -318,6 +332,8 @@ class Service:
             "x_latency_ms": round((done - started) * 1000.0, 2),
             **{k: v for k, v in prepared.extra.items() if k.startswith("x_")},
         }
+        if prepared.warnings:
+            body["x_warnings"] = list(prepared.warnings)
         timings = {
             "prepare": (queued - started) * 1000.0,
             "queue": ticket.queue_ms,

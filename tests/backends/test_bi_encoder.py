@@ -129,3 +129,49 @@ def test_batched_equals_alone(minilm_service: Service) -> None:
         assert together[2 * i : 2 * i + 2].tolist() == pytest.approx(
             logits.tolist(), abs=logit_atol(logits, MINILM_REDUCTION)
         )
+
+
+async def test_a_noul_and_its_negation_sum_to_one(minilm_client: httpx.AsyncClient) -> None:
+    """Regression: MiniLM ignores "not", so a noul and its negation both answered about 0.5."""
+    questions = {
+        "plain": {"type": "noul", "instructions": "Is the customer asking for a refund?"},
+        "negated": {"type": "noul", "instructions": "Is the customer not asking for a refund?"},
+    }
+    answers = (await ask(minilm_client, questions))["answers"]
+    assert answers["plain"]["noul"] + answers["negated"]["noul"] == pytest.approx(1.0, abs=2e-4)
+
+
+async def test_a_one_sided_noul_and_its_negation_sum_to_one(minilm_client: httpx.AsyncClient) -> None:
+    negated = {**URGENT, "instructions": "Does the ticket not communicate time pressure?"}
+    answers = (await ask(minilm_client, {"plain": URGENT, "negated": negated}))["answers"]
+    assert answers["plain"]["noul"] > 0.5
+    assert answers["plain"]["noul"] + answers["negated"]["noul"] == pytest.approx(1.0, abs=2e-4)
+
+
+async def test_a_criteria_less_noul_tells_a_destructive_command_from_a_harmless_one(
+    minilm_client: httpx.AsyncClient,
+) -> None:
+    """Regression: without criteria every noul answered between 0.44 and 0.58 whatever the state."""
+    question = {"q": {"type": "noul", "instructions": "Does this shell command delete files?"}}
+    destructive = (await ask(minilm_client, question, state="rm -rf ~/projects"))["answers"]["q"]["noul"]
+    harmless = await ask(minilm_client, question, state="Thanks, the meeting on Tuesday works for me.")
+    assert destructive > 0.5 > harmless["answers"]["q"]["noul"]
+
+
+async def test_a_state_in_an_unreadable_script_gets_uniform_answers_and_a_warning(
+    minilm_client: httpx.AsyncClient,
+) -> None:
+    """Regression: a Chinese state tokenised to unknown tokens and every option tied on a confident-looking
+    tie-break; it must answer uniformly and say why (an x_ field, spec/wire.md)."""
+    data = await ask(
+        minilm_client,
+        {"d": DEPARTMENT, "u": URGENT, "f": FRUSTRATION},
+        state="我被重复扣款了两次，请尽快退还多收的费用。",
+    )
+    for key in ("d", "f"):  # uniform: each a third, rounded so that the three sum to exactly 1 (wire.md §3)
+        probabilities = data["answers"][key]["probabilities"]
+        assert all(abs(p - 1 / 3) <= 1e-4 for p in probabilities.values()), probabilities
+        assert round(sum(probabilities.values()), 4) == 1.0
+    assert data["answers"]["u"]["noul"] == 0.5
+    assert len(data["x_warnings"]) == 1 and "unknown" in data["x_warnings"][0]
+    assert "x_warnings" not in await ask(minilm_client, {"d": DEPARTMENT})

@@ -63,7 +63,9 @@ def _serve(
     """Start the app on ``manifest``, wait for the model, make ``calls`` (method, path, json) in order."""
 
     async def run() -> list[httpx.Response]:
-        app = create_app(Settings(**settings), manifests=[manifest])
+        # float32 unless asked: `--dtype auto` is bf16 for a causal LM on a CPU with AVX512-BF16 or AMX, and
+        # these tests compare with pipeline("decision") in float32
+        app = create_app(Settings(**{"dtype": "float32", **settings}), manifests=[manifest])
         async with LifespanManager(app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
@@ -272,3 +274,19 @@ def test_a_checkpoint_with_a_decision_head_answers_through_its_head(tiny: Path, 
         for key, probability in expected[name]["probabilities"].items():
             assert answers[name]["probabilities"][key] == pytest.approx(probability, abs=WIRE_STEP + PROBABILITY_ATOL)
     assert health.json()["models"][0]["backend"] == "causal_lm"
+
+
+def test_negation_complement_answers_a_negated_noul_as_one_minus_its_positive(tiny: Path) -> None:
+    """With ``negation = "complement"`` "Is it not late?" is read as "Is it late?" with yes and no swapped,
+    so the two sum to 1 (a real model says yes to both); ``as_asked`` reads the text as sent."""
+    from decisiond.readout import read
+
+    sides = (Option("false", None), Option("true", None))
+    plain, negated = Question("noul", "Is it late?", sides), Question("noul", "Is it not late?", sides)
+    complement = _backend(tiny, negation="complement")
+    logits = complement.forward([complement.prepare(Work("The train left at 9.", (plain, negated)))])
+    yes_plain, yes_negated = (p[1] for p in read(logits, [2, 2], [1.0, 1.0]).probabilities)
+    assert yes_plain + yes_negated == pytest.approx(1.0, abs=1e-5)
+    as_asked = _backend(tiny)
+    alone = as_asked.forward([as_asked.prepare(Work("The train left at 9.", (plain,)))])
+    assert torch.allclose(logits[:2], alone, atol=1e-4)  # the positive question is read as before

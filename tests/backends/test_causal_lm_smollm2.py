@@ -37,7 +37,9 @@ def test_decisiond_models_lists_smollm2(capsys: pytest.CaptureFixture[str]) -> N
 def test_smollm2_answers_the_triage_request_as_pipeline_decision_does() -> None:
     from transformers import pipeline
 
-    settings = Settings()  # the user cache folder: the conversion is made once per machine (or CI job)
+    # the user cache folder: the conversion is made once per machine (or CI job); float32 as the pipeline
+    # reads (`--dtype auto` would pick bf16 on a CPU with AVX512-BF16 or AMX)
+    settings = Settings(dtype="float32")
     manifest = find_manifest("smollm2-135m", MODELS)
 
     async def run() -> tuple[httpx.Response, httpx.Response]:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import torch
 
+from ..calibration import Calibration
 from ..errors import MaxTokensExceeded
 from ..readout import BoxCandidates
 from ..render import Kind, Question
@@ -74,6 +75,8 @@ class Prepared:
         features (Any): whatever the backend's ``forward`` needs (token ids, pixel values, …).
         extra (dict[str, Any]): top-level ``x_`` fields the response carries (spec/wire.md §3),
             e.g. what was cut to fit a window; empty for most requests.
+        warnings (tuple[str, ...]): notes for the caller about how the request was read (the
+            response's ``x_warnings``), e.g. a state the model cannot read.
     """
 
     work: Work
@@ -81,6 +84,7 @@ class Prepared:
     cost: int
     features: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,8 @@ class Backend(ABC):
         self._temperature = float(temperature)
         self.limits = limits or TokenLimits()
         self.modalities = modalities
+        #: The manifest's ``[calibration]`` (set by the loader); applied by the engine before the readout.
+        self.calibration = Calibration()
 
     def temperature(self, kind: Kind) -> float:
         """The temperature of questions of ``kind`` (> 0). Defaults to the manifest's scalar."""

@@ -7,6 +7,14 @@ renders the texts; :meth:`BiEncoderBackend.complete` tokenises a whole micro-bat
 new slot texts in one tokenizer call on the model thread (slot texts' token ids are kept too).
 A text longer than the window is read in overlapping windows whose embeddings are pooled
 (:mod:`.windows`). The readout divides the cosine by the manifest's temperature.
+
+A noul without criteria is read as a statement instead (:mod:`.statements`): its instructions
+made affirmative by rule, and p(true) = sigmoid(NOUL_SLOPE · z + NOUL_OFFSET) with z the z-score
+of cos(state, statement) among the cosines of a fixed bank of generic texts (embedded at load)
+with the same statement; a negated question answers the complement of its affirmative. A noul
+with one described side compares its sides under its affirmative instructions, swapped when
+negated. A state the tokenizer reads mostly as unknown tokens (a script outside the vocabulary)
+gets uniform answers and an ``x_warnings`` note.
 """
 
 from __future__ import annotations
@@ -26,7 +34,9 @@ from ..errors import MaxTokensExceeded
 from ..manifest import Manifest
 from ..render import SlotTemplates, to_text
 from .base import Backend, Prepared, TokenLimits, Work
+from .noul_statements import NOUL_OFFSET, NOUL_SLOPE, UNREADABLE_SHARE, one_sided, statement_text
 from .padding import pad, run_sorted
+from .statements import GENERIC_TEXTS
 from .windows import pool_windows, split_windows
 
 #: Distinct slot texts whose token windows (and token counts) are kept between requests.
@@ -42,12 +52,19 @@ class BiEncoderFeatures:
         slot_texts (list[str]): every slot's text, in slot order.
         state_windows (list[list[int]] | None): the state's windows, special tokens included.
         slot_windows (dict[str, list[list[int]]] | None): the windows of each distinct slot text.
+        statements (tuple[tuple[int, bool], ...]): each statement noul's first slot index (both of its
+            slots hold the statement) and whether it is negated.
+        swaps (tuple[int, ...]): the first slot index of each negated one-sided noul (logits swapped).
+        unreadable (bool): the state is mostly unknown tokens; every slot's logit is 0 (set by complete).
     """
 
     state_text: str
     slot_texts: list[str]
     state_windows: list[list[int]] | None = None
     slot_windows: dict[str, list[list[int]]] | None = None
+    statements: tuple[tuple[int, bool], ...] = ()
+    swaps: tuple[int, ...] = ()
+    unreadable: bool = False
 
 
 class BiEncoderBackend(Backend):
@@ -102,6 +119,8 @@ class BiEncoderBackend(Backend):
         self._cls = [tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else []
         self._sep = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else []
         self._pad = tokenizer.pad_token_id or 0
+        self._unk = tokenizer.unk_token_id
+        self.bank = self._embed_texts(self._windows(list(GENERIC_TEXTS)))  # [G, d] unit vectors
 
     @classmethod
     def from_manifest(
@@ -156,10 +175,23 @@ class BiEncoderBackend(Backend):
     def prepare(self, work: Work) -> Prepared:
         """Render the state and every slot text; estimate the tokens for the batch budget. The
         tokenising, the exact counts and the token limits come in :meth:`complete`."""
-        slot_texts = [text for q in work.questions for text in self.templates.slot_texts(q)]
+        slot_texts: list[str] = []
+        statements: list[tuple[int, bool]] = []
+        swaps: list[int] = []
+        for question in work.questions:
+            statement, sided = statement_text(question), one_sided(question)
+            if sided is not None:
+                swaps.extend([len(slot_texts)] if sided[1] else [])
+                slot_texts.extend(self.templates.slot_texts(sided[0]))
+            elif statement is None:
+                slot_texts.extend(self.templates.slot_texts(question))
+            else:
+                statements.append((len(slot_texts), statement[1]))
+                slot_texts.extend([statement[0], statement[0]])
         state_text = to_text(work.state)
         cost = self._estimate(state_text) + sum(self._estimate(text) for text in dict.fromkeys(slot_texts))
-        return Prepared(work, input_tokens=0, cost=cost, features=BiEncoderFeatures(state_text, slot_texts))
+        features = BiEncoderFeatures(state_text, slot_texts, statements=tuple(statements), swaps=tuple(swaps))
+        return Prepared(work, input_tokens=0, cost=cost, features=features)
 
     def complete(self, batch: Sequence[Prepared]) -> list[Exception | None]:
         """Tokenise every state and every slot text not seen before of the micro-batch in one call;
@@ -196,6 +228,21 @@ class BiEncoderBackend(Backend):
         features.state_windows, features.slot_windows = state_windows, slot_windows
         prepared.input_tokens = total
         prepared.cost = state_tokens + sum(slot_tokens.values())
+        share = self._unknown_share(state_windows)
+        if share >= UNREADABLE_SHARE:
+            features.unreadable = True
+            prepared.warnings = (
+                f"this model cannot read the state: {share:.0%} of its tokens are unknown to the tokenizer "
+                "(a script outside its vocabulary); every answer is uniform. Use a multilingual model.",
+            )
+
+    def _unknown_share(self, windows: list[list[int]]) -> float:
+        """The share of unknown tokens among a text's tokens (specials excluded), 0 for an empty text."""
+        specials = len(self._cls) + len(self._sep)
+        tokens = sum(max(0, len(w) - specials) for w in windows)
+        if self._unk is None or tokens == 0:
+            return 0.0
+        return sum(w.count(self._unk) for w in windows) / tokens
 
     # ---------------------------------------------------------------- model stage
 
@@ -255,7 +302,37 @@ class BiEncoderBackend(Backend):
         owner = torch.repeat_interleave(
             torch.arange(len(features)), torch.tensor([len(f.slot_texts) for f in features])
         ).to(states.device)  # [N]
-        return (table[slot_index] * states[owner]).sum(dim=1).float().cpu()  # [N] cosines
+        cosines = (table[slot_index] * states[owner]).sum(dim=1).float()  # [N]
+        return self._read_statements(cosines, features, table[slot_index]).cpu()
+
+    def _read_statements(
+        self, cosines: torch.Tensor, features: list[BiEncoderFeatures], slots: torch.Tensor
+    ) -> torch.Tensor:
+        """Statement nouls' slots → logits (0, ±(NOUL_SLOPE · z + NOUL_OFFSET) · T); negated one-sided nouls'
+        two cosines swapped; unreadable states' → 0.
+
+        Args:
+            cosines: ``[N]`` cos(state, slot text).
+            features: the batch's requests.
+            slots: ``[N, d]`` slot-text embeddings.
+        """
+        out = cosines.clone()
+        temperature = self._temperature  # the readout divides by it again
+        start = 0
+        for f in features:
+            if f.statements:
+                first = torch.tensor([start + i for i, _ in f.statements], device=out.device)  # [S]
+                bank = slots[first] @ self.bank.T  # [S, G] cos(generic text, statement)
+                z = (cosines[first] - bank.mean(dim=1)) / bank.std(dim=1).clamp(min=1e-6)  # [S]
+                sign = torch.tensor([-1.0 if negated else 1.0 for _, negated in f.statements], device=out.device)
+                out[first] = 0.0
+                out[first + 1] = sign * (NOUL_SLOPE * z + NOUL_OFFSET) * temperature
+            for first in f.swaps:
+                out[start + first], out[start + first + 1] = cosines[start + first + 1], cosines[start + first]
+            if f.unreadable:
+                out[start : start + len(f.slot_texts)] = 0.0
+            start += len(f.slot_texts)
+        return out
 
     def cache_stats(self) -> dict[str, dict[str, int]]:
         return {"slot_embeddings": self.cache.stats()}

@@ -18,7 +18,7 @@ import struct
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -51,6 +51,8 @@ class CausalLMOptions(BaseModel):
         prefix_cache_entries: state prefixes kept between requests (0: none).
         prefix_cache_bytes: bytes of key-value cache kept between requests.
         forward_tokens: padded tokens per forward call, prefix caches included (bounds memory).
+        negation: ``complement`` asks a negated noul positively and answers the complement (a noul
+            and its negation then sum to 1); ``as_asked`` reads it as sent (pipeline parity).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -60,6 +62,7 @@ class CausalLMOptions(BaseModel):
     prefix_cache_entries: int = Field(default=256, ge=0)
     prefix_cache_bytes: int = Field(default=512 * 1024 * 1024, ge=0)
     forward_tokens: int = Field(default=32768, ge=256)
+    negation: Literal["as_asked", "complement"] = "as_asked"
 
     @classmethod
     def from_manifest(cls, manifest: Manifest) -> CausalLMOptions:
@@ -200,9 +203,10 @@ class CausalLMBackend(Backend):
             raise ValueError(
                 f"manifest {manifest.name}: the causal_lm backend reads text only, not {manifest.modalities}"
             )
-        path = manifest.weights_path()
+        path = manifest.weights_path(settings.cache_dir)
         if manifest.weights.gguf_file:
-            path = converted_gguf(path, manifest.weights.gguf_file, settings.cache_dir)
+            saved = torch.bfloat16 if manifest.weights.gguf_dtype == "bfloat16" else torch.float32
+            path = converted_gguf(path, manifest.weights.gguf_file, settings.cache_dir, dtype=saved)
         model, tokenizer, has_head = load_checkpoint(path, dtype=dtype)
         config = model.decision_config if has_head else DecisionConfig.from_pretrained(str(path), local_files_only=True)
         if config.adapter:  # a LoRA in a subfolder, as pipeline("decision") loads it
@@ -247,7 +251,12 @@ class CausalLMBackend(Backend):
             MaxTokensExceeded: a prompt longer than the model's context, or over a token budget.
         """
         self._check_sizes(work.questions)
-        request, owners = template_request(work.state, work.questions, self.options.permutations)
+        request, owners, negated = template_request(
+            work.state,
+            work.questions,
+            self.options.permutations,
+            complement_negations=self.options.negation == "complement",
+        )
         with self._lock:
             try:
                 prompts = render(self.decision_config, self.tokenizer, request)
@@ -271,14 +280,19 @@ class CausalLMBackend(Backend):
             rows=rows,
             reads=tuple(tuple(read - cut for read in prompt.reads) for prompt in prompts),
             prompts=tuple(prompts),
-            **self._label_map(work.questions, prompts, owners),
+            **self._label_map(work.questions, prompts, owners, negated),
         )
         return Prepared(work, input_tokens=total, cost=max(total, 1), features=features)
 
     def _label_map(
-        self, questions: Sequence[Question], prompts: Sequence[Prompt], owners: dict[str, tuple[int, int]]
+        self,
+        questions: Sequence[Question],
+        prompts: Sequence[Prompt],
+        owners: dict[str, tuple[int, int]],
+        negated: frozenset[int] = frozenset(),
     ) -> dict[str, tuple[int, ...]]:
-        """Which label token each (read, option) is, and which slot of the request it scores."""
+        """Which label token each (read, option) is, and which slot of the request it scores (a noul
+        asked positively in place of its negation scores the other side)."""
         bases = [0]
         for question in questions:
             bases.append(bases[-1] + question.size)
@@ -292,7 +306,8 @@ class CausalLMBackend(Backend):
             for template_question in prompt.questions:
                 index, _ = owners[template_question.name]
                 for label, option in zip(template_question.labels, template_question.options, strict=True):
-                    slot = bases[index] + slots[index][option]
+                    side = slots[index][option]
+                    slot = bases[index] + (1 - side if index in negated else side)
                     label_ids.append(self._label_id.get(label, -1))
                     label_read.append(read)
                     label_slot.append(slot)

@@ -1,11 +1,11 @@
 """Where a causal LM's checkpoint is, and how it loads: folders, GGUF files, decision heads.
 
 A GGUF file (``weights.gguf_file``) is read once with transformers' ``gguf_file=`` (dequantised to
-float32, with a progress bar; every step is logged, with a line every 10 s while it runs) and saved
-as a safetensors checkpoint in the user cache folder (``Settings.cache_dir``, ``~/.cache/decisiond``
-by default); later starts read that folder. The cache folder is keyed on the GGUF file's size and
-the hash of its first and last MiB, and written atomically (a temporary folder renamed into place),
-so a half-written conversion is never read.
+float32, with a progress bar; every step is logged, with a line every 10 s while it runs) and saved,
+in float32 or bfloat16 (``weights.gguf_dtype``), as a safetensors checkpoint in the user cache
+folder (``Settings.cache_dir``, ``~/.cache/decisiond`` by default); later starts read that folder.
+The cache folder is keyed on the GGUF file's size and the hash of its first and last MiB, and
+written atomically (a temporary folder renamed into place), so a half-written conversion is never read.
 """
 
 from __future__ import annotations
@@ -67,13 +67,16 @@ def fingerprint(path: Path) -> str:
     return digest.hexdigest()[:12]
 
 
-def converted_gguf(folder: Path, gguf_file: str, cache_dir: Path) -> Path:
+def converted_gguf(folder: Path, gguf_file: str, cache_dir: Path, *, dtype: torch.dtype = torch.float32) -> Path:
     """The safetensors checkpoint of ``folder/gguf_file``, converting it on first use.
 
     Args:
         folder (Path): the folder holding the GGUF file (a package folder, a local folder).
         gguf_file (str): the file's name inside ``folder``.
-        cache_dir (Path): the user cache folder; conversions go to ``cache_dir/gguf/<stem>-<hash>``.
+        cache_dir (Path): the user cache folder; conversions go to ``cache_dir/gguf/<stem>-<hash>``
+            (``-bf16`` appended for a bfloat16 checkpoint).
+        dtype (torch.dtype, optional): the saved weights' dtype; bfloat16 halves the file (a
+            dequantised 4-bit weight loses little to bf16's 8-bit mantissa). Defaults to float32.
 
     Returns:
         Path: a folder with ``config.json``, ``model.safetensors`` and the tokenizer files.
@@ -86,7 +89,8 @@ def converted_gguf(folder: Path, gguf_file: str, cache_dir: Path) -> Path:
         raise ManifestError(
             f"the GGUF file {source} does not exist; check `weights.gguf_file` or reinstall the package"
         )
-    target = cache_dir / "gguf" / f"{source.stem}-{fingerprint(source)}"
+    suffix = "" if dtype == torch.float32 else "-" + str(dtype).removeprefix("torch.").replace("bfloat16", "bf16")
+    target = cache_dir / "gguf" / f"{source.stem}-{fingerprint(source)}{suffix}"
     if (target / "config.json").is_file():
         return target
     try:
@@ -109,6 +113,7 @@ def converted_gguf(folder: Path, gguf_file: str, cache_dir: Path) -> Path:
         with conversion_step(2, 3, "dequantising the weights to float32"):
             model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=gguf_file, local_files_only=True)
         # The weights are dequantised float32 now: save them as a plain checkpoint
+        model = model.to(dtype)
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config

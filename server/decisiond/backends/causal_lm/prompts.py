@@ -21,6 +21,7 @@ from transformers.decision import DecisionConfig, prepare_inputs
 from transformers.decision import Question as TemplateQuestion
 
 from ...render import Question
+from ..statements import positive_question
 
 #: The probe question whose prompt bounds the shared prefix at the end of the state.
 PROBE = {"type": "noul", "instructions": "\x00"}
@@ -73,22 +74,31 @@ def _template_question(question: Question, shift: int) -> dict[str, Any]:
 
 
 def template_request(
-    state: Any, questions: Sequence[Question], permutations: int
-) -> tuple[dict[str, Any], dict[str, tuple[int, int]]]:
-    """The request transformers renders, and which question and shift each of its names stands for.
+    state: Any, questions: Sequence[Question], permutations: int, *, complement_negations: bool = False
+) -> tuple[dict[str, Any], dict[str, tuple[int, int]], frozenset[int]]:
+    """The request transformers renders, which question and shift each of its names stands for, and
+    which nouls were asked positively in place of their negation (their yes and no are swapped back).
 
     Only choices are read under several shifts: a noul's labels mean yes and no, and a score's
-    order is part of its meaning.
+    order is part of its meaning. With ``complement_negations``, a negated noul ("Is it not late?")
+    is asked positively ("Is it late?", :func:`~decisiond.backends.statements.positive_question`)
+    and answered with the complement, so a question and its negation sum to 1.
     """
     entries: dict[str, Any] = {}
     owners: dict[str, tuple[int, int]] = {}
+    negated: set[int] = set()
     for index, question in enumerate(questions):
+        if complement_negations and question.kind == "noul" and isinstance(question.instructions, str):
+            positive = positive_question(question.instructions)
+            if positive.negated:
+                question = Question("noul", positive.text, question.options)
+                negated.add(index)
         shifts = cyclic_shifts(question.size, permutations) if question.kind == "choice" else [0]
         for shift in shifts:
             name = f"{index}.{shift}"
             entries[name] = _template_question(question, shift)
             owners[name] = (index, shift)
-    return {"state": state, "questions": entries}, owners
+    return {"state": state, "questions": entries}, owners, frozenset(negated)
 
 
 def render(config: DecisionConfig, tokenizer: PreTrainedTokenizerBase, request: dict[str, Any]) -> list[Prompt]:

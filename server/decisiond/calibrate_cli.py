@@ -1,0 +1,162 @@
+"""``decisiond calibrate --model M --data labelled.jsonl``: fit the manifest's ``[calibration]``.
+
+The model reads every labelled item in-process (:mod:`decisiond.evaluate`); per question type a
+temperature is fitted by minimising the NLL of the labels (choices and scores), and Platt's slope
+and offset for nouls (:mod:`decisiond.calibration`). The fit is written to the manifest's
+``[calibration]`` table, and ECE, Brier and accuracy before and after are printed, with a
+reliability diagram (``--plot``, needs matplotlib: ``pip install 'decisiond[bench]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .calibration import Calibration, fit_platt, fit_temperature
+from .manifest import Manifest, ManifestError, find_manifest
+
+log = logging.getLogger("decisiond.calibrate")
+
+
+def add_calibrate_parser(sub: Any) -> None:
+    """The ``calibrate`` subcommand's flags."""
+    parser = sub.add_parser(
+        "calibrate",
+        help="fit a model's per-type temperatures on labelled examples and write them to its manifest",
+        description="Read labelled examples (JSON lines: state, question, expected) with a model, fit one "
+        "temperature per question type (and the noul offset) by minimising the negative log-likelihood, print "
+        "ECE, Brier and accuracy before and after, and write the fit to the manifest's [calibration] table.",
+    )
+    parser.add_argument("--model", required=True, help="model name, alias or manifest path")
+    parser.add_argument("--data", required=True, type=Path, help="labelled JSON lines (see eval/labelled.jsonl)")
+    parser.add_argument("--models-dir", type=Path, default=Path("models"), help="folder of manifests")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="user cache folder (converted weights)")
+    parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"], help="model dtype")
+    parser.add_argument("--plot", type=Path, default=None, help="write a reliability diagram PNG here")
+    parser.add_argument("--dry-run", action="store_true", help="print the fit, leave the manifest unchanged")
+
+
+def fit(items: list[Any], logits: list[torch.Tensor]) -> Calibration:
+    """A :class:`Calibration` fitted on base logits (see :func:`decisiond.evaluate.read_logits`).
+
+    Types without examples keep the identity.
+    """
+    values: dict[str, float] = {}
+    for kind in ("choice", "score"):
+        chosen = [(z, i.label) for i, z in zip(items, logits, strict=True) if i.question.kind == kind]
+        if chosen:
+            values[kind] = fit_temperature([z for z, _ in chosen], [label for _, label in chosen])
+    nouls = [(z, i.label) for i, z in zip(items, logits, strict=True) if i.question.kind == "noul"]
+    if nouls:
+        margins = torch.stack([z[1] - z[0] for z, _ in nouls])
+        slope, offset = fit_platt(margins, torch.tensor([label for _, label in nouls]))
+        values["noul"], values["noul_offset"] = 1.0 / slope, offset
+    return Calibration(**values)
+
+
+def write_calibration(path: Path, calibration: Calibration) -> None:
+    """Replace (or append) the ``[calibration]`` table of the manifest file at ``path``."""
+    text = path.read_text(encoding="utf-8")
+    text = re.sub(r"(?ms)^(# Fitted by[^\n]*\n)?\[calibration\]\n.*?(?=^\[|\Z)", "", text).rstrip("\n") + "\n"
+    table = "\n".join(f"{k} = {round(v, 4)}" for k, v in calibration.model_dump().items())
+    path.write_text(
+        text + "\n# Fitted by `decisiond calibrate` (NLL on labelled examples).\n[calibration]\n" + table + "\n",
+        encoding="utf-8",
+    )
+
+
+def reliability_plot(path: Path, before: tuple[Any, Any], after: tuple[Any, Any], title: str) -> bool:
+    """A reliability diagram (accuracy against confidence in 10 bins) before and after; False and a
+    message when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("the reliability diagram needs matplotlib: pip install 'decisiond[bench]'", file=sys.stderr)  # noqa: T201
+        return False
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle=":", label="perfect")
+    for (confidence, correct), name in ((before, "before"), (after, "after")):
+        index = (confidence * 10).long().clamp(max=9)
+        xs, ys = [], []
+        for b in range(10):
+            mask = index == b
+            if mask.any():
+                xs.append(float(confidence[mask].mean()))
+                ys.append(float(correct[mask].mean()))
+        ax.plot(xs, ys, marker="o", label=name)
+    ax.set_xlabel("confidence of the winner")
+    ax.set_ylabel("accuracy")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def report(
+    name: str, seconds: float, items: list[Any], before: list[Any], after: list[Any], fitted: Calibration
+) -> str:
+    """The before/after table ``decisiond calibrate`` prints."""
+    from .evaluate import by_type
+
+    lines = [
+        f"{name}: {len(items)} examples read in {seconds:.1f} s",
+        f"{'type':<8}{'n':>5}  {'acc before':>10} {'after':>6}  {'ECE before':>10} {'after':>6}  "
+        f"{'Brier before':>12} {'after':>6}",
+    ]
+    old, new = by_type(items, before), by_type(items, after)
+    for kind in ("noul", "choice", "score"):
+        a, b = old[kind], new[kind]
+        if a.n:
+            lines.append(
+                f"{kind:<8}{a.n:>5}  {a.accuracy:>10.3f} {b.accuracy:>6.3f}  {a.ece:>10.3f} {b.ece:>6.3f}  "
+                f"{a.brier:>12.3f} {b.brier:>6.3f}"
+            )
+    lines.append("fitted: " + ", ".join(f"{k} = {v:.4g}" for k, v in fitted.model_dump().items()))
+    return "\n".join(lines)
+
+
+def _confidence(probs: list[torch.Tensor], items: list[Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    confidence = torch.stack([p.max() for p in probs])
+    correct = torch.tensor([float(int(p.argmax()) == i.label) for p, i in zip(probs, items, strict=True)])
+    return confidence, correct
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    """``decisiond calibrate``. Returns 0, or 2 with the reason (no manifest file, bad data, no weights)."""
+    from .config import Settings
+    from .evaluate import probabilities, read_items, read_logits
+    from .service import load_backend
+
+    logging.basicConfig(level="INFO", format="%(levelname)s %(name)s: %(message)s")
+    try:
+        manifest: Manifest = find_manifest(args.model, args.models_dir)
+        if manifest.source is None and not args.dry_run:
+            raise ManifestError(f"{manifest.name} has no manifest file to write to; pass a .toml path as --model")
+        items = read_items(args.data)
+        settings = Settings(**({"cache_dir": args.cache_dir} if args.cache_dir else {}), dtype=args.dtype)
+        backend = load_backend(manifest, settings)
+    except (ManifestError, ValueError, OSError) as exc:
+        log.error("decisiond calibrate: %s", exc)
+        return 2
+    reading = read_logits(backend, items)
+    before = probabilities(reading, manifest.calibration)
+    fitted = fit(items, reading.logits)
+    after = probabilities(reading, fitted)
+    print(report(manifest.name, reading.seconds, items, before, after, fitted))  # noqa: T201
+    if args.plot:
+        reliability_plot(args.plot, _confidence(before, items), _confidence(after, items), manifest.name)
+    if not args.dry_run and manifest.source is not None:
+        write_calibration(manifest.source, fitted)
+        print(f"written to {manifest.source} [calibration]")  # noqa: T201
+    return 0

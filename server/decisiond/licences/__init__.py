@@ -1,0 +1,3 @@
+"""Licence notices shipped beside weights that ``decisiond pull`` fetches."""
+
+from __future__ import annotations
