@@ -14,12 +14,13 @@ import logging
 import re
 import sys
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from .calibration import Calibration, fit_platt, fit_temperature
 from .manifest import Manifest, ManifestError, find_manifest
+
+if TYPE_CHECKING:
+    import torch
 
 log = logging.getLogger("decisiond.calibrate")
 
@@ -47,6 +48,8 @@ def fit(items: list[Any], logits: list[torch.Tensor]) -> Calibration:
 
     Types without examples keep the identity.
     """
+    import torch  # lazily: the CLI must not import torch before its thread policy
+
     values: dict[str, float] = {}
     for kind in ("choice", "score"):
         chosen = [(z, i.label) for i, z in zip(items, logits, strict=True) if i.question.kind == kind]
@@ -127,6 +130,8 @@ def report(
 
 
 def _confidence(probs: list[torch.Tensor], items: list[Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    import torch  # lazily: the CLI must not import torch before its thread policy
+
     confidence = torch.stack([p.max() for p in probs])
     correct = torch.tensor([float(int(p.argmax()) == i.label) for p, i in zip(probs, items, strict=True)])
     return confidence, correct

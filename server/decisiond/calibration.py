@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from .render import Kind, Question
+
+if TYPE_CHECKING:
+    import torch
 
 
 class Calibration(BaseModel):
@@ -57,6 +60,8 @@ class Calibration(BaseModel):
             tuple: ``[N]`` logits (each noul's true slot raised by ``noul_offset · T``) and ``Q``
             temperatures ``T = T_b · T_type``.
         """
+        import torch  # lazily: the CLI must not import torch before its thread policy
+
         scaled = [t * self.temperature(q.kind) for q, t in zip(questions, temperatures, strict=True)]
         if self.noul_offset == 0.0:
             return logits, scaled
@@ -70,6 +75,8 @@ class Calibration(BaseModel):
 
 
 def _lbfgs(params: list[torch.Tensor], loss_fn: object, steps: int = 200) -> None:
+    import torch  # lazily: the CLI must not import torch before its thread policy
+
     optimiser = torch.optim.LBFGS(params, lr=0.5, max_iter=steps, line_search_fn="strong_wolfe")
 
     def closure() -> torch.Tensor:
@@ -97,6 +104,8 @@ def fit_temperature(logits: Sequence[torch.Tensor], labels: Sequence[int]) -> fl
     Raises:
         ValueError: no examples, or as many labels as logits not given.
     """
+    import torch  # lazily: the CLI must not import torch before its thread policy
+
     if not logits or len(logits) != len(labels):
         raise ValueError(f"need as many labels as examples, got {len(logits)} and {len(labels)}")
     width = max(int(x.numel()) for x in logits)
@@ -134,6 +143,8 @@ def fit_platt(margins: torch.Tensor, labels: torch.Tensor) -> tuple[float, float
     Returns:
         tuple[float, float]: ``(a, b)``; ``a`` is clamped to at least 0.01 (a temperature of at most 100).
     """
+    import torch  # lazily: the CLI must not import torch before its thread policy
+
     if margins.numel() == 0:
         raise ValueError("need at least one noul example")
     a = torch.ones((), requires_grad=True)
@@ -155,6 +166,8 @@ def ece(confidence: torch.Tensor, correct: torch.Tensor, bins: int = 10) -> floa
         correct: ``[M]`` 1 where the predicted answer is right.
         bins: equal-width bins over [0, 1].
     """
+    import torch  # lazily: the CLI must not import torch before its thread policy
+
     confidence, correct = confidence.float(), correct.float()
     index = (confidence * bins).long().clamp(max=bins - 1)
     total = torch.zeros(())
@@ -167,6 +180,8 @@ def ece(confidence: torch.Tensor, correct: torch.Tensor, bins: int = 10) -> floa
 
 def brier(probabilities: Sequence[torch.Tensor], labels: Sequence[int]) -> float:
     """Mean over examples of Σ_i (p_i − [i = label])² (Brier 1950; multi-class form)."""
+    import torch  # lazily: the CLI must not import torch before its thread policy
+
     scores = []
     for p, label in zip(probabilities, labels, strict=True):
         onehot = torch.zeros_like(p, dtype=torch.float32)
