@@ -23,14 +23,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import logs
-from .auth import bearer_auth
+from .auth import BEARER, AuthMiddleware, authenticated
 from .config import Settings
 from .errors import ApiUsageError, DecisionError, InternalError, Overloaded, RequestTooLarge
 from .manifest import Manifest, find_manifest
@@ -332,13 +332,16 @@ def create_app(
         from .cassette import Library
         from .replay import ReplayMiddleware
 
-        app.add_middleware(ReplayMiddleware, library=Library.load(settings.replay), mode=settings.replay_mode)
+        library = Library.load(settings.replay)
+        app.add_middleware(ReplayMiddleware, library=library, mode=settings.replay_mode, keys=bool(keys))
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    if keys:  # before any body is read or any cassette consulted, in every mode
+        app.add_middleware(AuthMiddleware, keys=keys)
     app.add_middleware(RequestIdMiddleware, runtime=runtime, metrics=metrics)
-    protected = [Depends(bearer_auth(keys))] if keys else []
-    app.include_router(_decision_routes(metrics), dependencies=protected)
-    app.include_router(_operation_routes(metrics), dependencies=protected)
-    _add_health(app, show_detail=not keys)
+    documented = [Security(BEARER)] if keys else []  # the scheme in the OpenAPI document; AuthMiddleware checks
+    app.include_router(_decision_routes(metrics), dependencies=documented)
+    app.include_router(_operation_routes(metrics), dependencies=documented)
+    _add_health(app, keys=bool(keys))
     return app
 
 
@@ -387,12 +390,13 @@ def _operation_routes(metrics: Metrics) -> APIRouter:
     return router
 
 
-def _add_health(app: FastAPI, *, show_detail: bool) -> None:
+def _add_health(app: FastAPI, *, keys: bool) -> None:
     @app.get("/health", tags=["operations"], name="health")
-    async def health(runtime: RuntimeDep) -> JSONResponse:
+    async def health(runtime: RuntimeDep, request: Request) -> JSONResponse:
         """``loading`` until the model is ready, then ``ok`` with the model, device and dtype; ``error``
         (503) when loading failed or a model thread died; ``stopping`` (503) after SIGTERM. With API
-        keys configured, only ``{"status": ...}``."""
+        keys configured, only ``{"status": ...}`` unless the caller sends a valid key."""
+        show_detail = not keys or authenticated(request.scope)
         status, code = runtime.health()
         if not show_detail or runtime.service is None or status != "ok":
             body: dict[str, Any] = {"status": status}

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .auth import authenticated
 from .cassette import MODELS_KEY, MODELS_ROUTE, SYSTEMONE_ROUTE, Library, request_key
 from .errors import DecisionError, NotFound
 
@@ -72,14 +73,17 @@ class ReplayMiddleware:
         app (ASGIApp): the decisiond app.
         library (Library): the loaded cassettes.
         mode (str): ``strict`` (misses are 404) or ``fallback`` (misses go to the local model).
+        keys (bool, optional): API keys are configured (:mod:`decisiond.auth` checks them in front);
+            then ``/health`` shows its detail to key holders only. Defaults to False.
     """
 
-    def __init__(self, app: ASGIApp, library: Library, mode: str) -> None:
+    def __init__(self, app: ASGIApp, library: Library, mode: str, keys: bool = False) -> None:
         if mode not in ("strict", "fallback"):
             raise ValueError(f"replay mode must be strict or fallback, got {mode!r}")
         self.app = app
         self.library = library
         self.mode = mode
+        self.keys = keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope.get("path"), scope.get("method")
@@ -90,8 +94,11 @@ class ReplayMiddleware:
         elif path == MODELS_ROUTE and method == "GET":
             await self._models(scope, receive, send)
         elif path == "/health" and method == "GET" and self.mode == "strict":
-            body = {"status": "ok", "mode": "replay", "cassettes": [str(p) for p in self.library.paths]}
-            await _send_json(send, 200, {**body, "entries": len(self.library.entries)})
+            body: dict[str, Any] = {"status": "ok"}
+            if not self.keys or authenticated(scope):  # with keys, only a key holder sees the cassettes
+                body |= {"mode": "replay", "cassettes": [str(p) for p in self.library.paths]}
+                body["entries"] = len(self.library.entries)
+            await _send_json(send, 200, body)
         else:
             await self.app(scope, receive, send)
 
