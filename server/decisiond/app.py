@@ -333,7 +333,8 @@ def create_app(
         from .replay import ReplayMiddleware
 
         library = Library.load(settings.replay)
-        app.add_middleware(ReplayMiddleware, library=library, mode=settings.replay_mode, keys=bool(keys))
+        mode = settings.replay_mode
+        app.add_middleware(ReplayMiddleware, library=library, mode=mode, keys=bool(keys), settings=settings)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if keys:  # before any body is read or any cassette consulted, in every mode
         app.add_middleware(AuthMiddleware, keys=keys)

@@ -6,8 +6,11 @@ and body bytes) and appends the exchange to a cassette (:mod:`decisiond.cassette
 (from ``--api-key-env``, else the caller's own ``Authorization`` header) is sent upstream only:
 headers are never written to the cassette.
 
-A request the wire would refuse (not JSON, not a valid request) is still forwarded, but not
-recorded: replay answers such requests with the local server's own validation error.
+A request the wire would refuse (not JSON, not a valid request, nested past Python's parser) is
+still forwarded and its answer passed on, but not recorded: replay answers such requests with the
+local server's own validation error. Nor is anything recorded that a replay could not give back
+faithfully: an upstream 5xx (it says nothing lasting about the request), a body with ``NaN`` or
+``Infinity`` (a cassette line is JSON), a compressed body.
 """
 
 from __future__ import annotations
@@ -78,7 +81,8 @@ def create_record_app(
             return _upstream_error(url, exc)
         content_type = answer.headers.get("content-type", "application/json")
         record(writer, route, body, answer, request.headers)
-        return Response(content=answer.content, status_code=answer.status_code, media_type=content_type)
+        passed = {"retry-after": answer.headers["retry-after"]} if "retry-after" in answer.headers else None
+        return Response(answer.content, status_code=answer.status_code, media_type=content_type, headers=passed)
 
     @app.post(SYSTEMONE_ROUTE)
     async def decide(request: Request) -> Response:
@@ -116,13 +120,22 @@ def record(
         log.warning("not recorded: a %s-encoded request body", incoming["content-encoding"])
         return
     content_type = answer.headers.get("content-type", "application/json")
+    if answer.status_code >= 500:
+        log.warning("not recorded: %s answered %d, a fault rather than an answer", route, answer.status_code)
+        return
     try:
-        parsed = None if body is None else json.loads(body)
-        entry = new_entry(route, parsed, answer.status_code, content_type, answer.content)
-    except ValueError as exc:
+        parsed = None if body is None else json.loads(body, parse_constant=_refuse_constant)
+        retry_after = answer.headers.get("retry-after")
+        entry = new_entry(route, parsed, answer.status_code, content_type, answer.content, retry_after)
+    except (ValueError, RecursionError) as exc:  # RecursionError: a body nested past Python's parser
         log.warning(
             "not recorded: %s %d is not a valid request or answer (%s)", route, answer.status_code, type(exc).__name__
         )
         return
     writer.append(entry)
     log.info("recorded %s %s → %d (%s)", route, entry.key, answer.status_code, entry.model or "no model")
+
+
+def _refuse_constant(name: str) -> float:
+    """``json.loads``' hook for ``NaN`` and ``Infinity``: a cassette line could not store them."""
+    raise ValueError(f"the body holds {name}, which a cassette cannot store")

@@ -6,7 +6,9 @@
 status, content type and body unchanged (the upstream's model name included). An unrecorded
 request gets, in ``strict`` mode, a 404 ``not_found_error`` naming the cassettes and the key; in
 ``fallback`` mode it goes on to the local model. A body the wire refuses goes on to the app, which
-answers its usual 422 or 400 (in strict mode with no model, the same 422 is answered here).
+answers its usual 422 or 400 (in strict mode with no model, the same 422 is answered here). The
+request limits (questions, options, levels, depth, empty ids) are applied before the cassette is
+consulted, so a replay refuses what the server would refuse.
 
 ``GET /v1/models`` answers the recorded model list when a cassette holds one; otherwise strict
 mode lists the models the cassettes name, and fallback mode the local models. In strict mode
@@ -22,8 +24,10 @@ from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import authenticated
-from .cassette import MODELS_KEY, MODELS_ROUTE, SYSTEMONE_ROUTE, Library, request_key
+from .cassette import MODELS_KEY, MODELS_ROUTE, SYSTEMONE_ROUTE, Library, key_of
+from .config import Settings
 from .errors import DecisionError, NotFound
+from .wire import DecisionRequest, check_request_limits
 
 
 async def _send_bytes(
@@ -75,15 +79,20 @@ class ReplayMiddleware:
         mode (str): ``strict`` (misses are 404) or ``fallback`` (misses go to the local model).
         keys (bool, optional): API keys are configured (:mod:`decisiond.auth` checks them in front);
             then ``/health`` shows its detail to key holders only. Defaults to False.
+        settings (Settings, optional): the request limits, applied before the cassette is consulted,
+            as the server applies them before a model. Defaults to ``Settings()``.
     """
 
-    def __init__(self, app: ASGIApp, library: Library, mode: str, keys: bool = False) -> None:
+    def __init__(
+        self, app: ASGIApp, library: Library, mode: str, keys: bool = False, settings: Settings | None = None
+    ) -> None:
         if mode not in ("strict", "fallback"):
             raise ValueError(f"replay mode must be strict or fallback, got {mode!r}")
         self.app = app
         self.library = library
         self.mode = mode
         self.keys = keys
+        self.settings = settings or Settings()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope.get("path"), scope.get("method")
@@ -109,17 +118,25 @@ class ReplayMiddleware:
             await _send_json(send, exc.status, exc.body(), exc.headers)
             return
         try:
-            key = request_key(body)
+            request = DecisionRequest.model_validate_json(body)
         except ValidationError as exc:
             if self.mode == "strict":
                 await _send_json(send, 422, {"detail": _validation_detail(exc)})
             else:
                 await self.app(scope, _replaying(messages, receive), send)
             return
+        try:
+            check_request_limits(request, self.settings)
+        except DecisionError as exc:  # the same 400 or 422 the server answers before any model
+            await _send_json(send, exc.status, exc.body(), exc.headers)
+            return
+        key = key_of(request)
         entry = self.library.find(key)
         if entry is not None:
             recorded = entry.response
-            await _send_bytes(send, recorded.status, recorded.content_type, recorded.body.encode("utf-8"))
+            await _send_bytes(
+                send, recorded.status, recorded.content_type, recorded.body.encode("utf-8"), recorded.headers()
+            )
         elif self.mode == "fallback":
             await self.app(scope, _replaying(messages, receive), send)
         else:
@@ -133,7 +150,9 @@ class ReplayMiddleware:
         entry = self.library.find(MODELS_KEY)
         if entry is not None:
             recorded = entry.response
-            await _send_bytes(send, recorded.status, recorded.content_type, recorded.body.encode("utf-8"))
+            await _send_bytes(
+                send, recorded.status, recorded.content_type, recorded.body.encode("utf-8"), recorded.headers()
+            )
         elif self.mode == "fallback":
             await self.app(scope, receive, send)
         else:

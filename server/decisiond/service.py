@@ -29,7 +29,7 @@ from .manifest import Manifest
 from .media import MediaLimits, decode_all
 from .readout import Readout
 from .render import to_questions
-from .wire import DecisionRequest, check_limits
+from .wire import DecisionRequest, check_request_limits
 
 log = logging.getLogger("decisiond.service")
 
@@ -240,13 +240,7 @@ class Service:
             InternalError: the model failed, or its thread has died (500).
         """
         started = time.perf_counter()
-        check_limits(
-            request,
-            max_questions=self.settings.max_questions,
-            max_options=self.settings.max_options,
-            max_levels=self.settings.max_levels,
-            max_depth=self.settings.max_json_depth,
-        )
+        check_request_limits(request, self.settings)
         served = self.resolve(request.model)
         self.check_media(request, served)
         prepared = await run_in_threadpool(self._prepare, request, served)
