@@ -186,12 +186,16 @@ class RequestIdMiddleware:
         app (ASGIApp): the app inside.
         runtime (Runtime): load and drain status.
         metrics (Metrics): where requests are counted.
+        paths (frozenset[str], optional): the app's route paths (none has parameters), to label a
+            request answered before routing (a replay, a 413, a 401) by its route. Defaults to none:
+            such requests are "unmatched".
     """
 
-    def __init__(self, app: ASGIApp, runtime: Runtime, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, runtime: Runtime, metrics: Metrics, paths: frozenset[str] = frozenset()) -> None:
         self.app = app
         self.runtime = runtime
         self.metrics = metrics
+        self.paths = paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -232,7 +236,8 @@ class RequestIdMiddleware:
             self._account(scope, state, request_id, status, time.perf_counter() - began)
 
     def _account(self, scope: Scope, state: dict[str, Any], request_id: str, status: int, seconds: float) -> None:
-        route = getattr(scope.get("route"), "path", None) or "unmatched"
+        path = scope.get("path")
+        route = getattr(scope.get("route"), "path", None) or (path if path in self.paths else "unmatched")
         method = str(scope.get("method", ""))
         self.metrics.observe_request(route, method, status, seconds)
         logs.access(
@@ -338,11 +343,13 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     if keys:  # before any body is read or any cassette consulted, in every mode
         app.add_middleware(AuthMiddleware, keys=keys)
-    app.add_middleware(RequestIdMiddleware, runtime=runtime, metrics=metrics)
     documented = [Security(BEARER)] if keys else []  # the scheme in the OpenAPI document; AuthMiddleware checks
-    app.include_router(_decision_routes(metrics), dependencies=documented)
-    app.include_router(_operation_routes(metrics), dependencies=documented)
+    routers = [_decision_routes(metrics), _operation_routes(metrics)]
+    for router in routers:
+        app.include_router(router, dependencies=documented)
     _add_health(app, keys=bool(keys))
+    paths = frozenset({"/health", *(route.path for router in routers for route in router.routes)})  # type: ignore[attr-defined]
+    app.add_middleware(RequestIdMiddleware, runtime=runtime, metrics=metrics, paths=paths)
     return app
 
 

@@ -61,6 +61,18 @@ def configure(level: str = "info", fmt: str = "json") -> None:
     for name in ("uvicorn", "uvicorn.error"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
+    if fmt == "json":
+        quiet_progress_bars()
+
+
+def quiet_progress_bars() -> None:
+    """Turn off the tqdm progress bars transformers and huggingface_hub draw while loading weights:
+    in a JSON log every line must be one JSON object."""
+    import huggingface_hub.utils
+    import transformers.utils.logging
+
+    transformers.utils.logging.disable_progress_bar()
+    huggingface_hub.utils.disable_progress_bars()
 
 
 def access(**fields: Any) -> None:
