@@ -31,6 +31,9 @@ from .errors import ApiUsageError
 
 #: Formats accepted, as pillow names them, with the names a request may declare.
 FORMATS: dict[str, tuple[str, ...]] = {"PNG": ("png",), "JPEG": ("jpeg", "jpg"), "WEBP": ("webp",)}
+#: Formats pillow reports for files of an accepted format: a multi-picture JPEG (CIPA DC-007, what
+#: phone cameras write) opens as MPO, and its first picture is the JPEG a viewer shows.
+VARIANTS: dict[str, str] = {"MPO": "JPEG"}
 _DECLARED = {name: fmt for fmt, names in FORMATS.items() for name in names}
 _DATA_URL = re.compile(r"^data:image/(?P<format>[A-Za-z0-9.+-]+);base64,(?P<data>.*)$", re.DOTALL)
 
@@ -83,19 +86,29 @@ def collect(images: list[Any] | None, assets: dict[str, Any] | None, limits: Med
             raise ApiUsageError(f"{where} is not a base64 data URL (data:image/png|jpeg|webp;base64,...)")
         found.append(EncodedImage(where, match["format"].lower(), match["data"]))
     for placeholder, asset in (assets or {}).items():
-        where = f"image {len(found)} (asset {placeholder[:40]!r})"
-        if not isinstance(asset, dict) or asset.get("type") != "image":
-            raise ApiUsageError(f"{where} is not {{'type': 'image', 'format': ..., 'data_base64': ...}}")
-        data = asset.get("data_base64")
-        if not isinstance(data, str):
-            raise ApiUsageError(f"{where} has no data_base64 string")
-        if data[:8].lower().startswith(("http://", "https://")):
-            raise ApiUsageError(f"{where} is an http(s) URL; decisiond never fetches images, send base64 data")
-        declared = asset.get("format")
-        found.append(EncodedImage(where, declared.lower() if isinstance(declared, str) else None, data))
+        found.append(_asset(f"image {len(found)} (asset {placeholder[:40]!r})", asset))
     if len(found) > limits.max_images:
         raise ApiUsageError(f"the request carries {len(found)} images; the limit is {limits.max_images}")
     return found
+
+
+def _asset(where: str, asset: Any) -> EncodedImage:
+    """One ``assets`` entry, still encoded.
+
+    Raises:
+        ApiUsageError: not an image asset, no base64 string, an URL, a format that is not a string.
+    """
+    if not isinstance(asset, dict) or asset.get("type") != "image":
+        raise ApiUsageError(f"{where} is not {{'type': 'image', 'format': ..., 'data_base64': ...}}")
+    data = asset.get("data_base64")
+    if not isinstance(data, str):
+        raise ApiUsageError(f"{where} has no data_base64 string")
+    if data[:8].lower().startswith(("http://", "https://")):
+        raise ApiUsageError(f"{where} is an http(s) URL; decisiond never fetches images, send base64 data")
+    declared = asset.get("format")
+    if declared is not None and not isinstance(declared, str):
+        raise ApiUsageError(f'{where} has a format that is not a string; send "png", "jpeg" or "webp"')
+    return EncodedImage(where, declared.lower() if isinstance(declared, str) else None, data)
 
 
 def decode_image(image: EncodedImage, limits: MediaLimits) -> Image.Image:
@@ -122,7 +135,7 @@ def decode_image(image: EncodedImage, limits: MediaLimits) -> Image.Image:
     with warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:
-            opened = Image.open(io.BytesIO(raw), formats=list(FORMATS))
+            opened = Image.open(io.BytesIO(raw), formats=[*FORMATS, *VARIANTS])
         except (Image.DecompressionBombError, Image.DecompressionBombWarning):
             raise ApiUsageError(
                 f"{where} declares more pixels than pillow will decode (a decompression bomb)"
@@ -140,7 +153,7 @@ def decode_image(image: EncodedImage, limits: MediaLimits) -> Image.Image:
 
 def _check_header(opened: Image.Image, image: EncodedImage, limits: MediaLimits) -> None:
     """Format and pixel checks on what the header says, before any pixel is decompressed."""
-    fmt = opened.format or "?"
+    fmt = VARIANTS.get(opened.format or "?", opened.format or "?")
     if image.declared is not None and _DECLARED[image.declared] != fmt:
         raise ApiUsageError(f"{image.where} is declared as {image.declared} but its data is {fmt}")
     width, height = opened.size
