@@ -72,6 +72,10 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--max-image-bytes", type=int, help="bytes of one image file (default 8 MiB)")
     serve.add_argument("--max-image-pixels", type=int, help="pixels of one image, width x height (default 25,000,000)")
     serve.add_argument(
+        "--max-request-pixels", type=int, help="decoded pixels of one request's images together (default 100,000,000)"
+    )
+    serve.add_argument("--max-decodes", type=int, help="images decoded at once, across all requests (default 2)")
+    serve.add_argument(
         "--cache-dir", type=Path, help="user cache folder for converted weights (default ~/.cache/decisiond)"
     )
     serve.add_argument("--max-json-depth", type=int, help="nesting of the state and of question texts (default 64)")

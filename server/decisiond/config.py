@@ -62,6 +62,8 @@ class Settings(BaseSettings):
     max_images: int = Field(default=16, ge=0, description="images per request, both wire shapes together")
     max_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1, description="bytes of one decoded image file")
     max_image_pixels: int = Field(default=25_000_000, ge=1, description="width x height of one image (bomb guard)")
+    max_request_pixels: int = Field(default=100_000_000, ge=1, description="decoded pixels of one request's images")
+    max_decodes: int = Field(default=2, ge=1, description="images decoded at once, across all requests")
 
     cache_entries: int = Field(default=50_000, ge=0, description="slot-embedding cache entries")
     cache_bytes: int = Field(default=128 * 1024 * 1024, ge=0, description="slot-embedding cache bytes")

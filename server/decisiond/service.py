@@ -26,7 +26,7 @@ from .devices import resolve_device, resolve_dtype
 from .engine import Engine
 from .errors import ApiUsageError, ClientGone
 from .manifest import Manifest
-from .media import MediaLimits, decode_all
+from .media import DecodeGate, MediaLimits, decode_all
 from .readout import Readout
 from .render import to_questions
 from .wire import DecisionRequest, check_request_limits
@@ -161,6 +161,7 @@ class Service:
             raise ValueError("a service needs at least one model")
         self.models = list(models)
         self.settings = settings
+        self.decodes = DecodeGate(settings.max_decodes)  # images decoded at once, across requests
         self._by_name: dict[str, ServedModel] = {}
         for served in self.models:
             for name in served.manifest.names():
@@ -207,7 +208,7 @@ class Service:
     def media_limits(self) -> MediaLimits:
         """The server's image limits."""
         s = self.settings
-        return MediaLimits(s.max_images, s.max_image_bytes, s.max_image_pixels)
+        return MediaLimits(s.max_images, s.max_image_bytes, s.max_image_pixels, s.max_request_pixels)
 
     def _prepare(self, request: DecisionRequest, served: ServedModel) -> Prepared:
         """The request-thread stage: decode images (only for a model that reads them), render,
@@ -219,7 +220,8 @@ class Service:
         """
         images: tuple[Any, ...] = ()
         if "image" in served.backend.modalities:
-            images = decode_all(request.images, request.assets, self.media_limits())
+            side = served.backend.image_side
+            images = decode_all(request.images, request.assets, self.media_limits(), self.decodes, side=side)
         work = Work(request.state, to_questions(request), images, question_ids=tuple(request.questions))
         return served.backend.prepare(work)
 

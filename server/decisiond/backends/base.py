@@ -107,6 +107,9 @@ class Backend(ABC):
     """
 
     family: ClassVar[str] = "abstract"
+    #: The side, in pixels, of the images the model reads (images are decoded no larger than needed
+    #: for it, :mod:`decisiond.media`); None: full size.
+    image_side: int | None = None
 
     def __init__(
         self,

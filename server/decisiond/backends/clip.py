@@ -126,6 +126,7 @@ class ClipBackend(Backend):
         vision = getattr(model.config, "vision_config", None)
         patches = (vision.image_size // vision.patch_size) ** 2 + 1 if vision is not None else 1
         self.image_tokens = int(patches)  # positions the vision tower reads per image (usage, batch cost)
+        self.image_side = int(vision.image_size) if vision is not None else None  # decode no larger than needed
 
     @classmethod
     def from_manifest(
