@@ -78,6 +78,11 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument(
         "--cache-dir", type=Path, help="user cache folder for converted weights (default ~/.cache/decisiond)"
     )
+    serve.add_argument(
+        "--max-text-chars",
+        type=int,
+        help="characters of the state and question texts, refused before tokenising (default 1,000,000)",
+    )
     serve.add_argument("--max-json-depth", type=int, help="nesting of the state and of question texts (default 64)")
     serve.add_argument(
         "--api-keys-file",

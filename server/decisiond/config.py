@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     max_levels: int = Field(default=DEFAULT_MAX_SCORE_LEVELS, ge=1, le=100, description="levels per score")
     max_state_tokens: int = Field(default=32768, ge=16, description="state tokens per request")
     max_total_tokens: int = Field(default=65536, ge=16, description="state + question tokens per request")
+    max_text_chars: int = Field(
+        default=1_000_000, ge=1000, description="characters of the state and question texts, before tokenising"
+    )
     max_json_depth: int = Field(
         default=DEFAULT_MAX_JSON_DEPTH, ge=2, le=512, description="nesting of the state, instructions and criteria"
     )

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -25,6 +25,7 @@ from .config import Settings
 from .devices import resolve_device, resolve_dtype
 from .engine import Engine
 from .errors import ApiUsageError, ClientGone
+from .limits import check_text_chars
 from .manifest import Manifest
 from .media import DecodeGate, MediaLimits, decode_all
 from .readout import Readout
@@ -215,15 +216,16 @@ class Service:
         and let the backend prepare. Runs in the thread pool, never on the event loop.
 
         Raises:
-            ApiUsageError: an image is refused (see :mod:`decisiond.media`).
+            ApiUsageError: the text is over ``max_text_chars``; an image is refused (see :mod:`decisiond.media`).
             MaxTokensExceeded: over a token budget.
         """
+        text = Work(request.state, to_questions(request), question_ids=tuple(request.questions))
+        check_text_chars(text, self.settings.max_text_chars)  # before any tokenising or decoding
         images: tuple[Any, ...] = ()
         if "image" in served.backend.modalities:
             side = served.backend.image_side
             images = decode_all(request.images, request.assets, self.media_limits(), self.decodes, side=side)
-        work = Work(request.state, to_questions(request), images, question_ids=tuple(request.questions))
-        return served.backend.prepare(work)
+        return served.backend.prepare(replace(text, images=images))
 
     async def decide(
         self, request: DecisionRequest, *, is_disconnected: Callable[[], Awaitable[bool]] | None = None

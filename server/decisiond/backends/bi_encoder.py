@@ -9,7 +9,6 @@ by the manifest's temperature.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from ..manifest import Manifest
 from ..render import SlotTemplates, to_text
 from .base import Backend, Prepared, TokenLimits, Work
 from .padding import pad, run_sorted
+from .tokenizers import TokenizerPool
 from .windows import pool_windows, split_windows
 
 
@@ -84,7 +84,7 @@ class BiEncoderBackend(Backend):
         self.templates = templates or SlotTemplates()
         self.encode_tokens = encode_tokens
         self.cache: TensorLRU[str] = TensorLRU(cache_entries, cache_bytes)
-        self._tokenizer_lock = threading.Lock()  # fast tokenizers are not safe to share across threads
+        self._tokenizers = TokenizerPool(tokenizer)  # a copy per concurrent request, no shared lock
         self._cls = [tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else []
         self._sep = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else []
         self._pad = tokenizer.pad_token_id or 0
@@ -119,8 +119,8 @@ class BiEncoderBackend(Backend):
     # ---------------------------------------------------------------- CPU stage
 
     def _windows(self, texts: list[str]) -> list[list[list[int]]]:
-        with self._tokenizer_lock:
-            encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        with self._tokenizers.borrow() as tokenizer:
+            encoded = tokenizer(texts, add_special_tokens=False)["input_ids"]
         specials = len(self._cls) + len(self._sep)
         return [
             [
