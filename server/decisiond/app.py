@@ -203,7 +203,7 @@ class RequestIdMiddleware:
             return
         began = time.perf_counter()
         request_id = _request_id(scope)
-        state: dict[str, Any] = {**(scope.get("state") or {}), "request_id": request_id}
+        state: dict[str, Any] = {**(scope.get("state") or {}), "request_id": request_id, "arrived": time.monotonic()}
         scope["state"] = state  # this request's own: a server may share its lifespan state dict
         status = 500
 
@@ -365,7 +365,8 @@ def _decision_routes(metrics: Metrics) -> APIRouter:
         ``{"model": "minilm-l6", "answers": {"refund": {"type": "noul", "noul": 0.71}}, ...}``
         """
         request.state.questions = len(body.questions)
-        decision = await service.decide(body, is_disconnected=request.is_disconnected)
+        arrived = getattr(request.state, "arrived", None)  # the request timeout runs from arrival
+        decision = await service.decide(body, is_disconnected=request.is_disconnected, arrived=arrived)
         request.state.model = decision.model
         request.state.tokens = decision.input_tokens
         request.state.timings = decision.timings_ms

@@ -61,7 +61,11 @@ def _add_serve(sub: Any) -> None:
         help="micro-batch gathering window under load, in ms (default 8; a lone request never waits)",
     )
     serve.add_argument("--max-queue", type=int, help="requests waiting before 503 (default 256)")
-    serve.add_argument("--request-timeout-s", type=float, help="longest queue wait before 503 (default 30)")
+    serve.add_argument(
+        "--request-timeout-s",
+        type=float,
+        help="longest time from a request's arrival to its answer, whatever it waits on, before 503 (default 30)",
+    )
     serve.add_argument("--max-body-bytes", type=int, help="largest request body, 413 above (default 16 MiB)")
     serve.add_argument("--max-questions", type=int, help="questions per request (default 128)")
     serve.add_argument("--max-options", type=int, help="options per choice question, at most 255 (default 255)")
@@ -81,7 +85,7 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument(
         "--max-text-chars",
         type=int,
-        help="characters of the state and question texts, refused before tokenising (default 1,000,000)",
+        help="characters of the state and question texts, refused before tokenising (default 2,000,000)",
     )
     serve.add_argument("--max-json-depth", type=int, help="nesting of the state and of question texts (default 64)")
     serve.add_argument(

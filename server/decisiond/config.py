@@ -49,7 +49,7 @@ class Settings(BaseSettings):
     max_state_tokens: int = Field(default=32768, ge=16, description="state tokens per request")
     max_total_tokens: int = Field(default=65536, ge=16, description="state + question tokens per request")
     max_text_chars: int = Field(
-        default=1_000_000, ge=1000, description="characters of the state and question texts, before tokenising"
+        default=2_000_000, ge=1000, description="characters of the state and question texts, before tokenising"
     )
     max_json_depth: int = Field(
         default=DEFAULT_MAX_JSON_DEPTH, ge=2, le=512, description="nesting of the state, instructions and criteria"
@@ -60,7 +60,7 @@ class Settings(BaseSettings):
         default=8.0, ge=0.0, le=1000.0, description="micro-batch gathering window under load (ms)"
     )
     max_queue: int = Field(default=256, ge=1, description="requests waiting before 503")
-    request_timeout_s: float = Field(default=30.0, gt=0.0, description="longest wait in the queue before 503")
+    request_timeout_s: float = Field(default=30.0, gt=0.0, description="longest time from arrival to answer before 503")
 
     max_images: int = Field(default=16, ge=0, description="images per request, both wire shapes together")
     max_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1, description="bytes of one decoded image file")

@@ -17,14 +17,14 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
+from anyio import to_thread
 
 from .answers import to_answers
 from .backends import Backend, Prepared, TokenLimits, Work, backend_class
 from .config import Settings
 from .devices import resolve_device, resolve_dtype
-from .engine import Engine
-from .errors import ApiUsageError, ClientGone
+from .engine import Engine, Ticket
+from .errors import ApiUsageError, ClientGone, Overloaded
 from .limits import check_text_chars
 from .manifest import Manifest
 from .media import DecodeGate, MediaLimits, decode_all
@@ -228,7 +228,11 @@ class Service:
         return served.backend.prepare(replace(text, images=images))
 
     async def decide(
-        self, request: DecisionRequest, *, is_disconnected: Callable[[], Awaitable[bool]] | None = None
+        self,
+        request: DecisionRequest,
+        *,
+        is_disconnected: Callable[[], Awaitable[bool]] | None = None,
+        arrived: float | None = None,
     ) -> Decision:
         """Answer one validated request.
 
@@ -236,22 +240,37 @@ class Service:
             request (DecisionRequest): schema-valid.
             is_disconnected (Callable, optional): polled while the request waits for the model; once it
                 says the client is gone, the queued work is cancelled so it is never computed.
+            arrived (float, optional): when the request arrived (``time.monotonic()`` seconds); the
+                ``request_timeout_s`` deadline runs from then, whatever the request waits on (the
+                thread pool, tokenising, the queue, the model). Defaults to now.
 
         Raises:
             ApiUsageError: a semantic limit, an unknown model, unreadable media (400).
             MaxTokensExceeded: over a token budget (400).
-            Overloaded: queue full, waited too long, stopping, or out of device memory (503).
+            Overloaded: queue full, past its deadline, stopping, or out of device memory (503).
             InternalError: the model failed, or its thread has died (500).
         """
         started = time.perf_counter()
         check_request_limits(request, self.settings)
         served = self.resolve(request.model)
         self.check_media(request, served)
-        prepared = await run_in_threadpool(self._prepare, request, served)
+        deadline = (time.monotonic() if arrived is None else arrived) + self.settings.request_timeout_s
+        ticket: Future[Readout] | None = None
+        try:
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                # abandoned at the deadline: the thread finishes on its own and its result is dropped
+                prepared = await to_thread.run_sync(self._prepare, request, served, abandon_on_cancel=True)
+                queued = time.perf_counter()
+                ticket = served.engine.submit(prepared, deadline=deadline)
+                readout = await wait_for_readout(ticket, is_disconnected)
+        except TimeoutError:
+            if ticket is not None:
+                ticket.cancel()  # a no-op once the model thread runs it; its answer is then dropped
+            raise Overloaded(
+                f"the request waited over {self.settings.request_timeout_s:g} s since it arrived; retry later"
+            ) from None
+        assert isinstance(ticket, Ticket)
         work = prepared.work
-        queued = time.perf_counter()
-        ticket = served.engine.submit(prepared)
-        readout = await wait_for_readout(ticket, is_disconnected)
         done = time.perf_counter()
         body = {
             "model": served.name,
