@@ -32,7 +32,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from . import logs
 from .auth import BEARER, AuthMiddleware, authenticated
 from .config import Settings
-from .errors import ApiUsageError, DecisionError, InternalError, Overloaded, RequestTooLarge
+from .errors import ApiUsageError, DecisionError, InternalError, Overloaded
+from .limits import BodyLimitMiddleware, BodyTimeoutMiddleware
 from .manifest import Manifest, find_manifest
 from .metrics import CONTENT_TYPE, Metrics
 from .service import ServedModel, Service, load_model
@@ -252,36 +253,6 @@ class RequestIdMiddleware:
         )
 
 
-class BodyLimitMiddleware:
-    """Refuse bodies over ``max_bytes`` with 413 ``request_too_large``, declared or streamed."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        too_large = RequestTooLarge(f"the request body is larger than the limit of {self.max_bytes} bytes")
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await _error_response(too_large)(scope, receive, send)
-            return
-        seen = 0
-
-        async def counting_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise too_large
-            return message
-
-        await self.app(scope, counting_receive, send)
-
-
 def create_app(
     settings: Settings | None = None,
     *,
@@ -341,6 +312,7 @@ def create_app(
         mode = settings.replay_mode
         app.add_middleware(ReplayMiddleware, library=library, mode=mode, keys=bool(keys), settings=settings)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyTimeoutMiddleware, timeout_s=settings.body_timeout_s)
     if keys:  # before any body is read or any cassette consulted, in every mode
         app.add_middleware(AuthMiddleware, keys=keys)
     documented = [Security(BEARER)] if keys else []  # the scheme in the OpenAPI document; AuthMiddleware checks

@@ -67,6 +67,18 @@ def _add_serve(sub: Any) -> None:
         help="longest time from a request's arrival to its answer, whatever it waits on, before 503 (default 30)",
     )
     serve.add_argument("--max-body-bytes", type=int, help="largest request body, 413 above (default 16 MiB)")
+    serve.add_argument(
+        "--max-header-bytes", type=int, help="request line and headers together, 431 above (default 64 KiB)"
+    )
+    serve.add_argument(
+        "--header-timeout-s",
+        type=float,
+        help="time for a connection to send its request headers, 408 after (default 10)",
+    )
+    serve.add_argument("--body-timeout-s", type=float, help="time to send the request body, 408 after (default 30)")
+    serve.add_argument(
+        "--keep-alive-timeout-s", type=int, help="idle keep-alive connections are closed after (default 5)"
+    )
     serve.add_argument("--max-questions", type=int, help="questions per request (default 128)")
     serve.add_argument("--max-options", type=int, help="options per choice question, at most 255 (default 255)")
     serve.add_argument("--max-levels", type=int, help="levels per score question (default 10)")
@@ -222,6 +234,7 @@ def serve(settings: Settings) -> int:
     import uvicorn
 
     from .app import create_app
+    from .connections import server_options
 
     try:
         manifests = _resolve_manifests(settings)
@@ -244,6 +257,7 @@ def serve(settings: Settings) -> int:
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=settings.shutdown_timeout_s,
+        **server_options(settings),  # header size and time, keep-alive (decisiond.connections)
     )
     runtime: Runtime = app.state.runtime
     server = _make_server(config, runtime)

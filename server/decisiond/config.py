@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     max_wait_ms: float = Field(
         default=8.0, ge=0.0, le=1000.0, description="micro-batch gathering window under load (ms)"
     )
+    max_header_bytes: int = Field(default=64 * 1024, ge=1024, description="request line and headers (431 above)")
+    header_timeout_s: float = Field(default=10.0, gt=0.0, description="time to send the request headers (408 after)")
+    body_timeout_s: float = Field(default=30.0, gt=0.0, description="time to send the request body (408 after)")
+    keep_alive_timeout_s: int = Field(default=5, ge=1, description="idle keep-alive connections are closed after")
     max_queue: int = Field(default=256, ge=1, description="requests waiting before 503")
     request_timeout_s: float = Field(default=30.0, gt=0.0, description="longest time from arrival to answer before 503")
 
