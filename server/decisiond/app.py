@@ -37,6 +37,7 @@ from .limits import BodyLimitMiddleware, BodyTimeoutMiddleware
 from .manifest import Manifest, find_manifest
 from .metrics import CONTENT_TYPE, Metrics
 from .service import ServedModel, Service, load_model
+from .shutdown import Drain, HeldRequestsMiddleware
 from .wire import DecisionRequest, DecisionResponse, ErrorBody, ModelList
 
 log = logging.getLogger("decisiond.app")
@@ -65,6 +66,12 @@ class Runtime:
     error: str | None = None
     manifests: list[Manifest] = field(default_factory=list)
     draining: bool = False
+    drain: Drain = field(default_factory=lambda: Drain(30.0))
+
+    def stop(self) -> None:
+        """SIGTERM: refuse new requests, start the shutdown deadline (:mod:`decisiond.shutdown`)."""
+        self.draining = True
+        self.drain.begin()
 
     def models(self) -> list[ServedModel]:
         """The models served now (none while loading)."""
@@ -279,6 +286,7 @@ def create_app(
     settings = settings or Settings()
     keys = settings.keys()
     runtime = Runtime(settings, service=service, status="ok" if service or not settings.needs_model else "loading")
+    runtime.drain = Drain(settings.shutdown_timeout_s)
     metrics = Metrics(runtime.models)
 
     @asynccontextmanager
@@ -289,7 +297,7 @@ def create_app(
         yield
         runtime.draining = True
         if runtime.service is not None:
-            runtime.service.close(settings.shutdown_timeout_s)
+            runtime.service.close(runtime.drain.remaining_s())
 
     app = FastAPI(
         title="decisiond",
@@ -321,6 +329,7 @@ def create_app(
         app.include_router(router, dependencies=documented)
     _add_health(app, keys=bool(keys))
     paths = frozenset({"/health", *(route.path for router in routers for route in router.routes)})  # type: ignore[attr-defined]
+    app.add_middleware(HeldRequestsMiddleware, drain=runtime.drain)
     app.add_middleware(RequestIdMiddleware, runtime=runtime, metrics=metrics, paths=paths)
     return app
 

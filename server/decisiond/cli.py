@@ -23,6 +23,7 @@ from .ask import add_ask_parser, run_ask
 from .cassette import CassetteError
 from .config import Settings, hf_offline_env, read_env
 from .manifest import Manifest, ManifestError, embedded_default, find_manifest, read_manifests
+from .shutdown import exit_on_sigterm
 
 if TYPE_CHECKING:
     import uvicorn
@@ -205,7 +206,7 @@ def _make_server(config: uvicorn.Config, runtime: Runtime) -> uvicorn.Server:
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             if not runtime.draining:
                 log.info("signal %d: draining, finishing in-flight requests", sig)
-            runtime.draining = True
+            runtime.stop()
             super().handle_exit(sig, frame)
 
     return DrainingServer(config)
@@ -235,6 +236,7 @@ def serve(settings: Settings) -> int:
 
     from .app import create_app
     from .connections import server_options
+    from .shutdown import UVICORN_MARGIN_S, exit_now
 
     try:
         manifests = _resolve_manifests(settings)
@@ -256,7 +258,7 @@ def serve(settings: Settings) -> int:
         log_level=settings.log_level,
         log_config=None,
         access_log=False,
-        timeout_graceful_shutdown=settings.shutdown_timeout_s,
+        timeout_graceful_shutdown=settings.shutdown_timeout_s + UVICORN_MARGIN_S,  # the app answers first
         **server_options(settings),  # header size and time, keep-alive (decisiond.connections)
     )
     runtime: Runtime = app.state.runtime
@@ -269,7 +271,9 @@ def serve(settings: Settings) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     status, _ = runtime.health()
-    return 1 if status == "error" else 0
+    code = 1 if status == "error" else 0
+    exit_now(code)  # a model still loading or inside a forward pass is not waited for
+    return code
 
 
 def list_models(models_dir: Path) -> int:
@@ -313,6 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``decisiond`` console script."""
     hf_offline_env()
     args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        exit_on_sigterm()  # until uvicorn handles signals, a SIGTERM is a clean exit
     if args.command == "models":
         logging.basicConfig(level="INFO", format="%(levelname)s %(name)s: %(message)s")
         return list_models(args.models_dir or Settings().models_dir)

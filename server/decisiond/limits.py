@@ -17,13 +17,16 @@ characters a token covers depends on the tokenizer (a WordPiece ``[UNK]`` covers
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .backends.base import Work
 from .errors import ApiUsageError, DecisionError, RequestTimeout, RequestTooLarge
 from .render import to_text
+
+if TYPE_CHECKING:
+    from .backends.base import Work
 
 
 def error_response(exc: DecisionError) -> JSONResponse:
