@@ -32,7 +32,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from . import logs
 from .auth import BEARER, AuthMiddleware, authenticated
 from .config import Settings
-from .errors import ApiUsageError, DecisionError, InternalError, Overloaded
+from .errors import DecisionError, InternalError, Overloaded
+from .handlers import decision_error, error_response, http_error, validation_error
 from .limits import BodyLimitMiddleware, BodyTimeoutMiddleware
 from .manifest import Manifest, find_manifest
 from .metrics import CONTENT_TYPE, Metrics
@@ -127,22 +128,6 @@ ServiceDep = Annotated[Service, Depends(get_service)]
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
-def _error_response(exc: DecisionError) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
-
-
-async def _decision_error(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, DecisionError)
-    return _error_response(exc)
-
-
-async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
-    """FastAPI's 422 shape without ``input`` or ``ctx``, so no error body quotes the state or a key."""
-    assert isinstance(exc, RequestValidationError)
-    detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
-    return JSONResponse({"detail": detail}, status_code=422)
-
-
 def _request_id(scope: Scope) -> str:
     """The caller's ``x-request-id`` when it is a safe token, else a new one (never an echo of
     arbitrary bytes into headers and logs)."""
@@ -159,30 +144,6 @@ def _server_timing(timings: dict[str, float], total_ms: float) -> bytes:
     parts = [f"{name};dur={ms:.2f}" for name, ms in timings.items() if name != "total"]
     parts.append(f"total;dur={total_ms:.2f}")
     return ", ".join(parts).encode()
-
-
-def _http_error(settings: Settings) -> Any:
-    """The handler of Starlette's ``HTTPException`` (404, 405, and FastAPI's body-parsing 400) in
-    the wire's shapes: a body that is not JSON is a 422 (spec §5), one nested too deeply to parse
-    (a JSON bomb: Python's parser raises ``RecursionError``) a 400 naming the limit."""
-
-    async def handle(_: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, StarletteHTTPException)
-        cause = exc.__cause__
-        if isinstance(cause, DecisionError):  # raised while reading the body (a streamed body over the limit)
-            return _error_response(cause)
-        if isinstance(cause, RecursionError):
-            return _error_response(
-                ApiUsageError(f"the body is nested too deeply to read; the limit is {settings.max_json_depth} levels")
-            )
-        if exc.status_code == 400 and cause is not None:
-            detail = [{"loc": ["body"], "msg": "the body is not valid JSON in UTF-8", "type": "json_invalid"}]
-            return JSONResponse({"detail": detail}, status_code=422)
-        error_type = "not_found_error" if exc.status_code == 404 else "api_usage_error"
-        body = {"detail": {"error_type": error_type, "message": str(exc.detail)}}
-        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
-
-    return handle
 
 
 class RequestIdMiddleware:
@@ -229,7 +190,7 @@ class RequestIdMiddleware:
 
         try:
             if self.runtime.draining and scope.get("path") != "/health":
-                await _error_response(Overloaded("the server is shutting down", retry_after_s=5))(
+                await error_response(Overloaded("the server is shutting down", retry_after_s=5))(
                     scope, receive, send_with_id
                 )
             else:
@@ -239,7 +200,7 @@ class RequestIdMiddleware:
                 "unhandled fault on %s %s: %s", scope.get("method"), scope.get("path"), type(exc).__name__, exc_info=exc
             )
             if status == 500:  # nothing was sent yet
-                await _error_response(InternalError("internal server error"))(scope, receive, send_with_id)
+                await error_response(InternalError("internal server error"))(scope, receive, send_with_id)
         finally:
             self._account(scope, state, request_id, status, time.perf_counter() - began)
 
@@ -309,9 +270,9 @@ def create_app(
     app.state.runtime = runtime
     app.state.metrics = metrics
     app.state.auth = bool(keys)
-    app.add_exception_handler(DecisionError, _decision_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error(settings))
+    app.add_exception_handler(DecisionError, decision_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error(settings))
     if settings.replay:  # innermost: replayed answers still get request ids and body limits
         from .cassette import Library
         from .replay import ReplayMiddleware

@@ -19,19 +19,14 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import ApiUsageError, DecisionError, RequestTimeout, RequestTooLarge
+from .errors import ApiUsageError, RequestTimeout, RequestTooLarge
+from .handlers import error_response
 from .render import to_text
 
 if TYPE_CHECKING:
     from .backends.base import Work
-
-
-def error_response(exc: DecisionError) -> JSONResponse:
-    """The JSON response of a refusal: its wire body, status and headers."""
-    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
 
 class BodyLimitMiddleware:

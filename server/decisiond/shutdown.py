@@ -26,7 +26,7 @@ import time
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .errors import Overloaded
-from .limits import error_response
+from .handlers import error_response
 
 log = logging.getLogger("decisiond.shutdown")
 
