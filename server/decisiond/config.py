@@ -150,3 +150,10 @@ def hf_offline_env() -> None:
     """Force the Hugging Face libraries offline: weights are never downloaded at run time."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def quiet_progress_env() -> None:
+    """Turn off tqdm progress bars made after this call, also those transformers draws without its own
+    switch (the GGUF conversion): ``--log-format json`` must write only JSON lines."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -68,6 +68,9 @@ def configure(level: str = "info", fmt: str = "json") -> None:
 def quiet_progress_bars() -> None:
     """Turn off the tqdm progress bars transformers and huggingface_hub draw while loading weights:
     in a JSON log every line must be one JSON object."""
+    from .config import quiet_progress_env
+
+    quiet_progress_env()  # before tqdm is imported: bars drawn outside transformers' switch
     import huggingface_hub.utils
     import transformers.utils.logging
 
