@@ -5,8 +5,8 @@ server answers every one, never with a 5xx other than 503 or 529, stays under a 
 memory, and does not grow in memory.
 
 The mix: valid requests; invalid bodies (422/400); bodies over --max-body-bytes, declared and
-streamed without a length (413); states over the token budget (400); image-heavy requests (eight
-2000x2000 PNGs: 400 from a text model, answered from an image model); slow clients that send half
+streamed without a length (413); states over the token budget (400); image-heavy requests (two
+2000x2000 PNGs, 8 M pixels: 400 from a text model, answered from an image model); slow clients that send half
 their headers, or their headers and part of a body, and stall (408 from --header-timeout-s or
 --body-timeout-s, which the soak sets to 2 s).
 
@@ -106,8 +106,8 @@ def _body(kind: str, rng: random.Random) -> bytes:
         return json.dumps(rng.choice(INVALID)).encode() if rng.random() < 0.7 else rng.choice(NOT_JSON)
     if kind in ("too_large", "too_large_streamed"):  # 413: over --max-body-bytes
         return json.dumps({"state": "a " * (MAX_BODY // 2 + 10), "questions": VALID[0]["questions"]}).encode()
-    if kind == "images":  # image-heavy: eight 2000x2000 PNGs, 32 M pixels to decode
-        return json.dumps({**VALID[2], "images": [_png(2000)] * 8}).encode()
+    if kind == "images":  # image-heavy: two 2000x2000 PNGs (22 KB each, under the soak's body limit)
+        return json.dumps({**VALID[2], "images": [_png(2000)] * 2}).encode()
     if kind in ("slow_headers", "slow_body"):
         return b""
     words = " ".join(["refund"] * (MAX_STATE_TOKENS + 200))  # 400 max_tokens_exceeded

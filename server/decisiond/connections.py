@@ -42,7 +42,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     max_header_bytes = 64 * 1024
     header_timeout_s = 10.0
     _header_bytes = 0
-    _in_headers = True
+    _in_headers = False  # from a message's first byte to its last header
     _header_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -50,9 +50,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._await_headers()
 
     def _await_headers(self) -> None:
-        self._in_headers, self._header_bytes = True, 0
         self._cancel_header_timer()
         self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_timed_out)
+
+    def on_message_begin(self) -> None:
+        self._in_headers, self._header_bytes = True, 0
+        super().on_message_begin()
 
     def _cancel_header_timer(self) -> None:
         if self._header_timer is not None:
@@ -61,14 +64,15 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def _headers_timed_out(self) -> None:
         self._header_timer = None
-        if self._in_headers and not self.transport.is_closing():
+        waiting = self._in_headers or self.cycle is None or self.cycle.response_complete
+        if waiting and not self.transport.is_closing():
             message = f"the request headers did not arrive within {self.header_timeout_s:g} s"
             _close_with(self.transport, 408, "Request Timeout", "request_timeout", message)
 
     def data_received(self, data: bytes) -> None:
-        if self._in_headers:
-            self._header_bytes += len(data)
         super().data_received(data)
+        if self._in_headers:  # counted per chunk: at most one chunk more than the headers themselves
+            self._header_bytes += len(data)
         if self._in_headers and self._header_bytes > self.max_header_bytes and not self.transport.is_closing():
             message = f"the request headers are over the limit of {self.max_header_bytes} bytes"
             _close_with(self.transport, 431, "Request Header Fields Too Large", "request_too_large", message)
