@@ -98,3 +98,19 @@ def test_a_body_left_unread_is_not_counted_as_the_next_requests_headers() -> Non
         sock.close()
         assert b"HTTP/1.1 431" not in answer
         assert answer == b"" or answer.startswith(b"HTTP/1.1 200"), answer[:80]  # answered, or closed after the 413
+
+
+def test_an_idle_kept_alive_connection_gets_no_unsolicited_408() -> None:
+    """Bug (found by the soak): the header timer was re-armed when a response completed, so a
+    kept-alive connection idle for longer than --header-timeout-s got an unsolicited 408 and a close,
+    which a client sending its next request at that moment read as the answer (or a read error)."""
+    with _served(header_timeout_s=0.5) as server:
+        sock = socket.create_connection((server.host, server.port))
+        sock.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\n\r\n")
+        sock.settimeout(10)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
+        time.sleep(1.5)  # idle past the header timeout, within uvicorn's 5 s keep-alive
+        sock.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        answer, _ = _read_all(sock, 10)
+        sock.close()
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:80]

@@ -6,8 +6,10 @@ client likes. :class:`GuardedHttpToolsProtocol` is uvicorn's httptools protocol 
 
 - headers (request line included) over ``max_header_bytes`` get ``431 Request Header Fields Too
   Large`` (RFC 6585 §5) and the connection is closed;
-- a connection whose request headers are not complete ``header_timeout_s`` after it opened (or after
-  its previous response) gets ``408 Request Timeout`` (RFC 9110 §15.5.9) and is closed.
+- a new connection whose first request's headers are not complete ``header_timeout_s`` after it
+  opened, or a later request whose headers are not complete ``header_timeout_s`` after its first
+  byte, gets ``408 Request Timeout`` (RFC 9110 §15.5.9) and is closed. An idle kept-alive
+  connection is closed by uvicorn's ``timeout_keep_alive``, silently, as HTTP/1.1 expects.
 
 The time to send the body is bounded by :class:`decisiond.limits.BodyTimeoutMiddleware`, idle
 keep-alive connections by uvicorn's own ``timeout_keep_alive``. :func:`server_options` gives the
@@ -55,6 +57,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         self._in_headers, self._header_bytes = True, 0
+        if self._header_timer is None:  # a later request on a kept-alive connection: from its first byte
+            self._await_headers()
         super().on_message_begin()
 
     def _cancel_header_timer(self) -> None:
@@ -64,7 +68,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def _headers_timed_out(self) -> None:
         self._header_timer = None
-        waiting = self._in_headers or self.cycle is None or self.cycle.response_complete
+        waiting = self._in_headers or self.cycle is None  # an idle kept-alive connection is uvicorn's to close
         if waiting and not self.transport.is_closing():
             message = f"the request headers did not arrive within {self.header_timeout_s:g} s"
             _close_with(self.transport, 408, "Request Timeout", "request_timeout", message)
@@ -81,11 +85,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._in_headers = False
         self._cancel_header_timer()
         super().on_headers_complete()
-
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing():
-            self._await_headers()  # the next request on this connection gets the same bound
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_timer()
