@@ -1,14 +1,22 @@
 #!/usr/bin/env python3
 """Soak test: start decisiond on loopback, send a bounded mix of valid, invalid and oversized
-requests from many concurrent clients, and check that the server answers every one, never with a
-5xx other than 529 or 503 (overloaded, with Retry-After), and does not grow in memory.
+requests, image-heavy requests and slow clients from many concurrent clients, and check that the
+server answers every one, never with a 5xx other than 503 or 529, stays under a peak resident
+memory, and does not grow in memory.
+
+The mix: valid requests; invalid bodies (422/400); bodies over --max-body-bytes, declared and
+streamed without a length (413); states over the token budget (400); image-heavy requests (two
+2000x2000 PNGs, 8 M pixels: 400 from a text model, answered from an image model); slow clients that send half
+their headers, or their headers and part of a body, and stall (408 from --header-timeout-s or
+--body-timeout-s, which the soak sets to 2 s).
 
 Usage (inside the project's .venv):
     python scripts/soak.py                       # 10,000 requests, 64 clients, the default model
     python scripts/soak.py --model fake.toml --requests 2000 --json soak.json
 
-Pass criteria (exit 0): responses received == requests sent; no 5xx other than 529 or 503; resident
-memory of the server after the run within 10% of before (measured after a warm-up round).
+Pass criteria (exit 0): responses received == requests sent; no 5xx other than 503 and 529; peak
+resident memory of the server under --max-rss-mib (default 1536); resident memory after the run
+within 10% of before (measured after a warm-up round).
 Loopback only: the server is started by this script on 127.0.0.1 and stopped at the end.
 """
 
@@ -16,6 +24,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import functools
+import io
 import json
 import os
 import random
@@ -23,6 +34,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -32,6 +44,7 @@ import httpx
 
 MAX_BODY = 64 * 1024
 MAX_STATE_TOKENS = 1024
+SLOW_TIMEOUT_S = 2.0
 
 VALID = [
     {
@@ -76,13 +89,27 @@ INVALID: list[Any] = [
 NOT_JSON = [b'{"state": "x", "questions": ', b"\xff\xfe", b'{"state": ' + b"[" * 5000 + b"]" * 5000 + b"}"]
 
 
+@functools.lru_cache(maxsize=4)
+def _png(side: int) -> str:
+    """A ``side`` x ``side`` PNG as a data URL (a few KB on the wire, ``side``² pixels decoded)."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (side, side), (30, 90, 200)).save(buffer, "PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
 def _body(kind: str, rng: random.Random) -> bytes:
     if kind == "valid":
         return json.dumps(rng.choice(VALID)).encode()
     if kind == "invalid":
         return json.dumps(rng.choice(INVALID)).encode() if rng.random() < 0.7 else rng.choice(NOT_JSON)
-    if kind == "too_large":  # 413: over --max-body-bytes
+    if kind in ("too_large", "too_large_streamed"):  # 413: over --max-body-bytes
         return json.dumps({"state": "a " * (MAX_BODY // 2 + 10), "questions": VALID[0]["questions"]}).encode()
+    if kind == "images":  # image-heavy: two 2000x2000 PNGs (22 KB each, under the soak's body limit)
+        return json.dumps({**VALID[2], "images": [_png(2000)] * 2}).encode()
+    if kind in ("slow_headers", "slow_body"):
+        return b""
     words = " ".join(["refund"] * (MAX_STATE_TOKENS + 200))  # 400 max_tokens_exceeded
     return json.dumps({"state": words, "questions": VALID[2]["questions"]}).encode()
 
@@ -116,6 +143,10 @@ def start_server(model: str | None, port: int, log_path: Path) -> subprocess.Pop
         str(MAX_BODY),
         "--max-state-tokens",
         str(MAX_STATE_TOKENS),
+        "--header-timeout-s",
+        str(SLOW_TIMEOUT_S),
+        "--body-timeout-s",
+        str(SLOW_TIMEOUT_S),
         "--log-level",
         "warning",
     ]
@@ -138,6 +169,38 @@ def start_server(model: str | None, port: int, log_path: Path) -> subprocess.Pop
     raise RuntimeError("the server did not become ready within 300 s")
 
 
+async def slow_client(port: int, kind: str) -> str:
+    """A client that stalls: half its headers (``slow_headers``) or its headers and a tenth of its body
+    (``slow_body``). Returns the status the server answered with, or ``closed``."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(b"POST /v1/systemone HTTP/1.1\r\nhost: soak\r\n")
+        if kind == "slow_body":
+            writer.write(b"content-type: application/json\r\ncontent-length: 1000\r\n\r\n" + b'{"state": "')
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(200), timeout=SLOW_TIMEOUT_S * 10)
+    except (OSError, TimeoutError):
+        answer = b""
+    finally:
+        writer.close()
+    parts = answer.split(b" ", 2)
+    return parts[1].decode() if len(parts) > 1 and answer.startswith(b"HTTP/1.1") else "closed"
+
+
+async def _post(http: httpx.AsyncClient, kind: str, body: bytes) -> str:
+    headers = {"content-type": "application/json"}
+    if kind == "too_large_streamed":  # chunked, no content-length: the limit must count the stream
+
+        async def chunks() -> Any:
+            for start in range(0, len(body), 8192):
+                yield body[start : start + 8192]
+
+        response = await http.post("/v1/systemone", content=chunks(), headers=headers)
+    else:
+        response = await http.post("/v1/systemone", content=body, headers=headers)
+    return str(response.status_code)
+
+
 async def run_load(url: str, kinds: list[str], concurrency: int, deadline: float, seed: int) -> dict[str, Any]:
     """Send one request per entry of ``kinds`` from ``concurrency`` clients; record statuses and latency."""
     rng = random.Random(seed)
@@ -156,8 +219,10 @@ async def run_load(url: str, kinds: list[str], concurrency: int, deadline: float
             kind, body = queue.get_nowait()
             started = time.perf_counter()
             try:
-                response = await http.post("/v1/systemone", content=body, headers={"content-type": "application/json"})
-                status = str(response.status_code)
+                if kind.startswith("slow_"):
+                    status = await slow_client(int(url.rsplit(":", 1)[1]), kind)
+                else:
+                    status = await _post(http, kind, body)
             except httpx.HTTPError as exc:
                 status = f"transport:{type(exc).__name__}"
                 errors[status] += 1
@@ -170,7 +235,7 @@ async def run_load(url: str, kinds: list[str], concurrency: int, deadline: float
         await asyncio.gather(*(client(http) for _ in range(concurrency)))
         seconds = time.perf_counter() - started
     latencies.sort()
-    received = sum(n for s, n in statuses.items() if not s.startswith("transport"))
+    received = sum(n for s, n in statuses.items() if not s.startswith("transport") and s != "closed")
     return {
         "sent": len(latencies),
         "planned": len(kinds),
@@ -184,10 +249,47 @@ async def run_load(url: str, kinds: list[str], concurrency: int, deadline: float
     }
 
 
+KINDS = {
+    "valid": 58,
+    "invalid": 15,
+    "too_large": 5,
+    "too_large_streamed": 5,
+    "too_many_tokens": 5,
+    "images": 7,
+    "slow_headers": 2.5,
+    "slow_body": 2.5,
+}
+
+
 def mix(n: int, seed: int) -> list[str]:
-    """``n`` request kinds: 65% valid, 20% invalid, 10% over the body limit, 5% over the token budget."""
+    """``n`` request kinds drawn with the weights of :data:`KINDS` (percent)."""
     rng = random.Random(seed)
-    return rng.choices(["valid", "invalid", "too_large", "too_many_tokens"], weights=[65, 20, 10, 5], k=n)
+    return rng.choices(list(KINDS), weights=list(KINDS.values()), k=n)
+
+
+class PeakRss:
+    """Samples the server's resident memory every ``interval_s`` in a thread; ``peak`` is the most seen."""
+
+    def __init__(self, pid: int, interval_s: float = 0.1) -> None:
+        self.pid, self.interval_s, self.peak = pid, interval_s, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.peak = max(self.peak, rss_bytes(self.pid))
+            except (OSError, RuntimeError):
+                return
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=500, help="requests sent before memory is first measured")
     parser.add_argument("--max-seconds", type=float, default=900.0, help="stop sending after this long")
     parser.add_argument("--seed", type=int, default=6)
+    parser.add_argument("--max-rss-mib", type=float, default=1536.0, help="peak resident memory allowed (MiB)")
     parser.add_argument("--json", type=Path, help="write the report here")
     args = parser.parse_args(argv)
     if not 1 <= args.requests <= 100_000 or not 1 <= args.concurrency <= 256:
@@ -208,13 +311,14 @@ def main(argv: list[str] | None = None) -> int:
     log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"decisiond-soak-{port}.log"
     process = start_server(args.model, port, log_path)
     try:
-        warm = asyncio.run(
-            run_load(url, mix(args.warmup, args.seed + 1), args.concurrency, time.monotonic() + 300, args.seed + 1)
-        )
-        rss_before = rss_bytes(process.pid)
-        deadline = time.monotonic() + args.max_seconds
-        report = asyncio.run(run_load(url, mix(args.requests, args.seed), args.concurrency, deadline, args.seed))
-        rss_after = rss_bytes(process.pid)
+        with PeakRss(process.pid) as peak:
+            warm = asyncio.run(
+                run_load(url, mix(args.warmup, args.seed + 1), args.concurrency, time.monotonic() + 300, args.seed + 1)
+            )
+            rss_before = rss_bytes(process.pid)
+            deadline = time.monotonic() + args.max_seconds
+            report = asyncio.run(run_load(url, mix(args.requests, args.seed), args.concurrency, deadline, args.seed))
+            rss_after = rss_bytes(process.pid)
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -231,12 +335,14 @@ def main(argv: list[str] | None = None) -> int:
         rss_before_mib=round(rss_before / 2**20, 1),
         rss_after_mib=round(rss_after / 2**20, 1),
         rss_growth_pct=round(growth * 100, 2),
+        peak_rss_mib=round(peak.peak / 2**20, 1),
         bad_5xx=bad_5xx,
         server_exit_code=exit_code,
     )
     checks = {
         "every request answered": report["received"] == report["sent"] == report["planned"],
-        "no 5xx other than 529 or 503": not bad_5xx,
+        "no 5xx other than 503 and 529": not bad_5xx,
+        f"peak memory under {args.max_rss_mib:g} MiB": peak.peak < args.max_rss_mib * 2**20,
         "memory growth under 10%": growth < 0.10,
         "clean shutdown (exit 0)": exit_code == 0,
     }

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from decisiond.auth import bearer_auth, matches
+from decisiond.auth import AuthMiddleware, matches
 
 from .reliability_support import VALID, served_app, settings
 
@@ -38,7 +38,7 @@ def test_matches_compares_against_every_key() -> None:
     assert not matches("", [b"a"])
     assert not matches("ä", [b"a"])
     with pytest.raises(ValueError):
-        bearer_auth([])
+        AuthMiddleware(None, [])  # type: ignore[arg-type]
 
 
 def _calls(headers: dict[str, str]) -> dict[str, int]:

@@ -85,7 +85,7 @@ def test_the_wheel_holds_every_file_of_the_package_and_declares_its_dependencies
     }
     for requirement in pyproject["dependencies"]:
         assert str(Requirement(requirement)) in declared
-    assert "decisiond = decisiond.cli:run" in entry_points and "decisiond = decisiond.pytest_plugin" in entry_points
+    assert "decisiond = decisiond.entry:main" in entry_points and "decisiond = decisiond.pytest_plugin" in entry_points
     with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
         assert any(name.endswith("/server/decisiond/py.typed") for name in sdist.getnames())
 

@@ -25,23 +25,26 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic_core import to_json
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import __version__, logs
-from .auth import bearer_auth
-from .body import BodyDecodingMiddleware, BodyLimitMiddleware
+from .auth import BEARER, AuthMiddleware
+from .body import BodyDecodingMiddleware
 from .config import Settings
-from .errors import ApiUsageError, DecisionError, InternalError, Unavailable
+from .errors import DecisionError, InternalError, Unavailable
+from .handlers import decision_error, error_response, http_error, validation_error
+from .limits import BodyLimitMiddleware, BodyTimeoutMiddleware
 from .manifest import Manifest, find_manifest
 from .metrics import CONTENT_TYPE, Metrics
 from .playground import add_playground
 from .probes import add_probes
 from .service import ServedModel, Service, load_model
+from .shutdown import Drain, HeldRequestsMiddleware
 from .slashes import TrailingSlashMiddleware
 from .wire import DecisionRequest, DecisionResponse, ErrorBody, ModelList
 
@@ -78,6 +81,12 @@ class Runtime:
     error: str | None = None
     manifests: list[Manifest] = field(default_factory=list)
     draining: bool = False
+    drain: Drain = field(default_factory=lambda: Drain(30.0))
+
+    def stop(self) -> None:
+        """SIGTERM: refuse new requests, start the shutdown deadline (:mod:`decisiond.shutdown`)."""
+        self.draining = True
+        self.drain.begin()
 
     def models(self) -> list[ServedModel]:
         """The models served now (none while loading)."""
@@ -133,22 +142,6 @@ ServiceDep = Annotated[Service, Depends(get_service)]
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
-def _error_response(exc: DecisionError) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
-
-
-async def _decision_error(_: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, DecisionError)
-    return _error_response(exc)
-
-
-async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
-    """FastAPI's 422 shape without ``input`` or ``ctx``, so no error body quotes the state or a key."""
-    assert isinstance(exc, RequestValidationError)
-    detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
-    return JSONResponse({"detail": detail}, status_code=422)
-
-
 def _request_id(scope: Scope) -> str:
     """The caller's ``x-request-id`` when it is a safe token, else a new one (never an echo of
     arbitrary bytes into headers and logs)."""
@@ -179,30 +172,6 @@ def _server_timing(timings: dict[str, float], total_ms: float) -> bytes:
     return ", ".join(parts).encode()
 
 
-def _http_error(settings: Settings) -> Any:
-    """The handler of Starlette's ``HTTPException`` (404, 405, and FastAPI's body-parsing 400) in
-    the wire's shapes: a body that is not JSON is a 422 (spec §5), one nested too deeply to parse
-    (a JSON bomb: Python's parser raises ``RecursionError``) a 400 naming the limit."""
-
-    async def handle(_: Request, exc: Exception) -> JSONResponse:
-        assert isinstance(exc, StarletteHTTPException)
-        cause = exc.__cause__
-        if isinstance(cause, DecisionError):  # raised while reading the body (a streamed body over the limit)
-            return _error_response(cause)
-        if isinstance(cause, RecursionError):
-            return _error_response(
-                ApiUsageError(f"the body is nested too deeply to read; the limit is {settings.max_json_depth} levels")
-            )
-        if exc.status_code == 400 and cause is not None:
-            detail = [{"loc": ["body"], "msg": "the body is not valid JSON in UTF-8", "type": "json_invalid"}]
-            return JSONResponse({"detail": detail}, status_code=422)
-        error_type = "not_found_error" if exc.status_code == 404 else "api_usage_error"
-        body = {"detail": {"error_type": error_type, "message": str(exc.detail)}}
-        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
-
-    return handle
-
-
 class RequestIdMiddleware:
     """The outer layer of every request: ``x-request-id`` (and ``x-typesafe-request-id``) and
     ``server-timing`` on every response,
@@ -213,12 +182,16 @@ class RequestIdMiddleware:
         app (ASGIApp): the app inside.
         runtime (Runtime): load and drain status.
         metrics (Metrics): where requests are counted.
+        paths (frozenset[str], optional): the app's route paths (none has parameters), to label a
+            request answered before routing (a replay, a 413, a 401) by its route. Defaults to none:
+            such requests are "unmatched".
     """
 
-    def __init__(self, app: ASGIApp, runtime: Runtime, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, runtime: Runtime, metrics: Metrics, paths: frozenset[str] = frozenset()) -> None:
         self.app = app
         self.runtime = runtime
         self.metrics = metrics
+        self.paths = paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -226,7 +199,7 @@ class RequestIdMiddleware:
             return
         began = time.perf_counter()
         request_id = _request_id(scope)
-        state: dict[str, Any] = {**(scope.get("state") or {}), "request_id": request_id}
+        state: dict[str, Any] = {**(scope.get("state") or {}), "request_id": request_id, "arrived": time.monotonic()}
         scope["state"] = state  # this request's own: a server may share its lifespan state dict
         status = 500
 
@@ -245,7 +218,7 @@ class RequestIdMiddleware:
 
         try:
             if self.runtime.draining and scope.get("path") not in ("/health", "/ready"):
-                await _error_response(Unavailable("the server is shutting down", retry_after_s=5))(
+                await error_response(Unavailable("the server is shutting down", retry_after_s=5))(
                     scope, receive, send_with_id
                 )
             else:
@@ -255,12 +228,13 @@ class RequestIdMiddleware:
                 "unhandled fault on %s %s: %s", scope.get("method"), scope.get("path"), type(exc).__name__, exc_info=exc
             )
             if status == 500:  # nothing was sent yet
-                await _error_response(InternalError("internal server error"))(scope, receive, send_with_id)
+                await error_response(InternalError("internal server error"))(scope, receive, send_with_id)
         finally:
             self._account(scope, state, request_id, status, time.perf_counter() - began)
 
     def _account(self, scope: Scope, state: dict[str, Any], request_id: str, status: int, seconds: float) -> None:
-        route = getattr(scope.get("route"), "path", None) or "unmatched"
+        path = scope.get("path")
+        route = getattr(scope.get("route"), "path", None) or (path if path in self.paths else "unmatched")
         method = str(scope.get("method", ""))
         self.metrics.observe_request(route, method, status, seconds)
         logs.access(
@@ -303,6 +277,7 @@ def create_app(
     settings = settings or Settings()
     keys = settings.keys()
     runtime = Runtime(settings, service=service, status="ok" if service or not settings.needs_model else "loading")
+    runtime.drain = Drain(settings.shutdown_timeout_s)
     metrics = Metrics(runtime.models)
 
     @asynccontextmanager
@@ -313,7 +288,7 @@ def create_app(
         yield
         runtime.draining = True
         if runtime.service is not None:
-            runtime.service.close(settings.shutdown_timeout_s)
+            runtime.service.close(runtime.drain.remaining_s())
 
     app = FastAPI(
         title="decisiond",
@@ -325,22 +300,32 @@ def create_app(
     app.state.runtime = runtime
     app.state.metrics = metrics
     app.state.auth = bool(keys)
-    app.add_exception_handler(DecisionError, _decision_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error(settings))
+    app.add_exception_handler(DecisionError, decision_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error(settings))
     if settings.replay:  # innermost: replayed answers still get request ids and body limits
         from .cassette import Library
         from .replay import ReplayMiddleware
 
-        app.add_middleware(ReplayMiddleware, library=Library.load(settings.replay), mode=settings.replay_mode)
+        library = Library.load(settings.replay)
+        mode = settings.replay_mode
+        app.add_middleware(ReplayMiddleware, library=library, mode=mode, keys=bool(keys), settings=settings)
     app.add_middleware(BodyDecodingMiddleware, max_bytes=settings.max_body_bytes, max_parts=settings.max_images + 1)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(RequestIdMiddleware, runtime=runtime, metrics=metrics)
-    protected = [Depends(bearer_auth(keys))] if keys else []
-    app.include_router(_decision_routes(metrics), dependencies=protected)
-    app.include_router(_operation_routes(metrics), dependencies=protected)
-    add_probes(app, show_detail=not keys)
+    app.add_middleware(BodyTimeoutMiddleware, timeout_s=settings.body_timeout_s)
+    if keys:  # before any body is read or any cassette consulted, in every mode
+        app.add_middleware(AuthMiddleware, keys=keys)
+    documented = [Security(BEARER)] if keys else []  # the scheme in the OpenAPI document; AuthMiddleware checks
+    routers = [_decision_routes(metrics), _operation_routes(metrics)]
+    for router in routers:
+        app.include_router(router, dependencies=documented)
+    add_probes(app, keys=bool(keys))
     add_playground(app, enabled=settings.playground)
+    paths = frozenset(
+        {"/health", "/ready", *(route.path for router in routers for route in router.routes)}  # type: ignore[attr-defined]
+    )
+    app.add_middleware(HeldRequestsMiddleware, drain=runtime.drain)
+    app.add_middleware(RequestIdMiddleware, runtime=runtime, metrics=metrics, paths=paths)
     app.add_middleware(TrailingSlashMiddleware, routes=app.router.routes)  # outermost: before replay and ids
     return app
 
@@ -357,7 +342,8 @@ def _decision_routes(metrics: Metrics) -> APIRouter:
         ``{"model": "minilm-l6", "answers": {"refund": {"type": "noul", "noul": 0.71}}, ...}``
         """
         request.state.questions = len(body.questions)
-        decision = await service.decide(body, client_gone=_until_disconnect(request))
+        arrived = getattr(request.state, "arrived", None)  # the request timeout runs from arrival
+        decision = await service.decide(body, client_gone=_until_disconnect(request), arrived=arrived)
         request.state.model = decision.model
         request.state.tokens = decision.input_tokens
         request.state.timings = decision.timings_ms

@@ -1,10 +1,7 @@
-"""Request bodies before the app reads them: the size limit, then compressed and multipart bodies.
+"""Request bodies before the app reads them: compressed and multipart bodies.
 
-Two ASGI middlewares, outermost first:
-
-- :class:`BodyLimitMiddleware` refuses a body over ``--max-body-bytes`` as received (declared or
-  streamed) with 413 ``request_too_large``.
-- :class:`BodyDecodingMiddleware` undoes a ``Content-Encoding`` (zstd, gzip, deflate; anything
+The size limit on the body as received is :class:`decisiond.limits.BodyLimitMiddleware`, outside
+this one. :class:`BodyDecodingMiddleware` undoes a ``Content-Encoding`` (zstd, gzip, deflate; anything
   else 415; the decoded size capped by the same limit, 413; :mod:`decisiond.compression`) and turns
   a ``multipart/form-data`` upload into the JSON body it stands for (:mod:`decisiond.uploads`), so
   the routes, the replay and every check downstream see one JSON body. A plain JSON body passes
@@ -13,47 +10,12 @@ Two ASGI middlewares, outermost first:
 
 from __future__ import annotations
 
-from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import compression, uploads
-from .errors import DecisionError, RequestTooLarge
-
-
-async def send_error(exc: DecisionError, scope: Scope, receive: Receive, send: Send) -> None:
-    """Answer ``exc`` in the wire's error shape (from outside the app's exception handlers)."""
-    await JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)(scope, receive, send)
-
-
-class BodyLimitMiddleware:
-    """Refuse bodies over ``max_bytes`` with 413 ``request_too_large``, declared or streamed."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        too_large = RequestTooLarge(f"the request body is larger than the limit of {self.max_bytes} bytes")
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await send_error(too_large, scope, receive, send)
-            return
-        seen = 0
-
-        async def counting_receive() -> Message:
-            nonlocal seen
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise too_large
-            return message
-
-        await self.app(scope, counting_receive, send)
+from .errors import DecisionError
+from .handlers import error_response
 
 
 async def read_body(receive: Receive) -> bytes:
@@ -99,7 +61,7 @@ class BodyDecodingMiddleware:
             raw = await read_body(receive)  # the limit above counts the bytes as received
             body = await run_in_threadpool(self._decode, raw, applied, content_type if multipart else None)
         except DecisionError as exc:
-            await send_error(exc, scope, receive, send)
+            await error_response(exc)(scope, receive, send)
             return
         kept = [(k, v) for k, v in scope.get("headers") or [] if k not in (b"content-encoding", b"content-length")]
         if multipart:

@@ -17,9 +17,15 @@ what the wire ignores: the order of the top-level and question fields, unknown f
 versus a null ``instructions``, ``model`` when it names the default (absent, ``jev-latest``,
 ``default``), and the order of the questions (each is answered independently, spec/wire.md §2). It
 keeps what a model reads: the state exactly as sent (an object state's key order is kept, since the
-model reads it as JSON text in that order), each question's id, type, instructions and criteria
-(option order included), any other model name, and the media. A request whose questions come in
-another order than recorded is answered in its own order (:func:`answers_in_order`).
+model reads it as JSON text in that order; ``NaN`` and ``Infinity`` kept apart from ``null``), each
+question's id, type, instructions and criteria (option order included), any other model name, and
+the media. A request whose questions come in another order than recorded is answered in its own
+order (:func:`answers_in_order`).
+
+Only what replays faithfully is a valid entry (checked when recorded and at load): a status from
+200 to 499 that carries a body (not 204, 205 or 304; never a 5xx, which says nothing lasting about
+the request), a content type of visible ASCII (no CR/LF to split a header), and a ``Retry-After``
+of digits when the upstream sent one.
 """
 
 from __future__ import annotations
@@ -27,13 +33,14 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .wire import DecisionRequest
 
@@ -62,7 +69,7 @@ def canonical_request(request: DecisionRequest) -> dict[str, Any]:
         dict[str, Any]: ``model`` (None for the default names), ``state``, ``questions`` as a list of
         ``[id, question]`` pairs sorted by id, and the media fields.
     """
-    body = request.model_dump(mode="json")
+    body = request.model_dump(mode="python")  # python mode keeps NaN and Infinity, which json mode makes null
     model = body.pop("model")
     questions = [[question_id, body["questions"][question_id]] for question_id in sorted(request.questions)]
     return {
@@ -106,7 +113,7 @@ def parse_request(body: bytes | str | Mapping[str, Any]) -> DecisionRequest:
 
 def key_of(request: DecisionRequest) -> str:
     """The request key of a validated request (see :func:`request_key`)."""
-    canonical = json.dumps(canonical_request(request), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    canonical = json.dumps(canonical_request(request), ensure_ascii=False, separators=(",", ":"), default=str)
     return KEY_PREFIX + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:32]
 
 
@@ -127,14 +134,38 @@ def answers_in_order(recorded: str, question_ids: list[str]) -> bytes:
     return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
+#: Statuses that carry no body (RFC 9110 §6.4.1, §15.3.6): a replay could not send the recorded one.
+BODYLESS_STATUSES = frozenset({204, 205, 304})
+_HEADER_VALUE = re.compile(r"[\x20-\x7e]{1,200}")
+
+
 class RecordedResponse(BaseModel):
-    """The upstream's answer: status, content type and the exact body text."""
+    """The upstream's answer: status, content type, ``Retry-After`` (if sent) and the exact body text."""
 
     model_config = ConfigDict(extra="forbid")
 
-    status: int = Field(ge=100, le=599)
+    status: int = Field(ge=200, le=499, description="a 5xx or 1xx is never recorded")
     content_type: str = "application/json"
+    retry_after: str | None = Field(default=None, pattern=r"^[0-9]{1,9}$")
     body: str
+
+    @field_validator("status")
+    @classmethod
+    def _has_a_body(cls, value: int) -> int:
+        if value in BODYLESS_STATUSES:
+            raise ValueError(f"status {value} carries no body, so it cannot be replayed as recorded")
+        return value
+
+    @field_validator("content_type")
+    @classmethod
+    def _one_header_value(cls, value: str) -> str:
+        if not _HEADER_VALUE.fullmatch(value):
+            raise ValueError("must be 1 to 200 visible ASCII characters (no CR, LF or other controls)")
+        return value
+
+    def headers(self) -> dict[str, str]:
+        """The headers a replay sends besides the content type and length."""
+        return {"retry-after": self.retry_after} if self.retry_after is not None else {}
 
 
 class Entry(BaseModel):
@@ -159,11 +190,14 @@ def _upstream_model(body: str) -> str | None:
     return model if isinstance(model, str) else None
 
 
-def new_entry(route: str, request: Any, status: int, content_type: str, body: bytes) -> Entry:
+def new_entry(
+    route: str, request: Any, status: int, content_type: str, body: bytes, retry_after: str | None = None
+) -> Entry:
     """An entry for one exchange, its key computed, timestamped now (UTC).
 
     Raises:
-        ValueError: a ``/v1/systemone`` request that is not a valid request, or a body that is not UTF-8.
+        ValueError: a ``/v1/systemone`` request that is not a valid request, a body that is not UTF-8,
+            or a response that cannot be replayed as recorded (see :class:`RecordedResponse`).
     """
     text = body.decode("utf-8")
     key = MODELS_KEY if route == MODELS_ROUTE else request_key(request)
@@ -171,7 +205,7 @@ def new_entry(route: str, request: Any, status: int, content_type: str, body: by
         key=key,
         route=route,
         request=request,
-        response=RecordedResponse(status=status, content_type=content_type, body=text),
+        response=RecordedResponse(status=status, content_type=content_type, retry_after=retry_after, body=text),
         model=_upstream_model(text),
         time=dt.datetime.now(dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
     )

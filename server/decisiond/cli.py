@@ -32,6 +32,7 @@ from .cli_parser import Parser, describe_settings_error, port
 from .config import Settings, hf_offline_env, quiet_openmp_env, read_env
 from .manifest import Manifest, ManifestError, embedded_default, find_manifest, read_manifests
 from .model_names import name_table
+from .shutdown import exit_on_sigterm
 
 if TYPE_CHECKING:
     import uvicorn
@@ -90,8 +91,24 @@ def _add_serve(sub: Any) -> None:
         help="torch intra-op threads (default: one per CPU this process may use, less one for the event loop "
         "from 4 CPUs up; an OMP_NUM_THREADS you set is kept)",
     )
-    serve.add_argument("--request-timeout-s", type=float, help="longest queue wait before 529 (default 30)")
+    serve.add_argument(
+        "--request-timeout-s",
+        type=float,
+        help="longest time from a request's arrival to its answer, whatever it waits on, before 529 (default 30)",
+    )
     serve.add_argument("--max-body-bytes", type=int, help="largest request body, 413 above (default 16 MiB)")
+    serve.add_argument(
+        "--max-header-bytes", type=int, help="request line and headers together, 431 above (default 64 KiB)"
+    )
+    serve.add_argument(
+        "--header-timeout-s",
+        type=float,
+        help="time for a connection to send its request headers, 408 after (default 10)",
+    )
+    serve.add_argument("--body-timeout-s", type=float, help="time to send the request body, 408 after (default 30)")
+    serve.add_argument(
+        "--keep-alive-timeout-s", type=int, help="idle keep-alive connections are closed after (default 5)"
+    )
     serve.add_argument("--max-questions", type=int, help="questions per request (default 512)")
     serve.add_argument("--max-options", type=int, help="options per choice question, at most 255 (default 255)")
     serve.add_argument("--max-levels", type=int, help="levels per score question (default 10)")
@@ -101,7 +118,16 @@ def _add_serve(sub: Any) -> None:
     serve.add_argument("--max-image-bytes", type=int, help="bytes of one image file (default 8 MiB)")
     serve.add_argument("--max-image-pixels", type=int, help="pixels of one image, width x height (default 25,000,000)")
     serve.add_argument(
+        "--max-request-pixels", type=int, help="decoded pixels of one request's images together (default 100,000,000)"
+    )
+    serve.add_argument("--max-decodes", type=int, help="images decoded at once, across all requests (default 2)")
+    serve.add_argument(
         "--cache-dir", type=Path, help="user cache folder for converted weights (default ~/.cache/decisiond)"
+    )
+    serve.add_argument(
+        "--max-text-chars",
+        type=int,
+        help="characters of the state and question texts, refused before tokenising (default 2,000,000)",
     )
     serve.add_argument("--max-json-depth", type=int, help="nesting of the state and of question texts (default 64)")
     serve.add_argument(
@@ -226,7 +252,7 @@ def _make_server(config: uvicorn.Config, runtime: Runtime) -> uvicorn.Server:
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             if not runtime.draining:
                 log.info("signal %d: draining, finishing in-flight requests", sig)
-            runtime.draining = True
+            runtime.stop()
             super().handle_exit(sig, frame)
 
     return DrainingServer(config)
@@ -293,6 +319,8 @@ def serve(settings: Settings) -> int:
 
     from . import threads
     from .app import create_app
+    from .connections import server_options
+    from .shutdown import UVICORN_MARGIN_S, exit_now
 
     if problem := models_dir_problem(settings):
         log.error("%s", problem)
@@ -324,7 +352,8 @@ def serve(settings: Settings) -> int:
         log_level=settings.log_level,
         log_config=None,
         access_log=False,
-        timeout_graceful_shutdown=settings.shutdown_timeout_s,
+        timeout_graceful_shutdown=settings.shutdown_timeout_s + UVICORN_MARGIN_S,  # the app answers first
+        **server_options(settings),  # header size and time, keep-alive (decisiond.connections)
     )
     runtime: Runtime = app.state.runtime
     server = _make_server(config, runtime)
@@ -338,7 +367,9 @@ def serve(settings: Settings) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     status, _ = runtime.health()
-    return 1 if status == "error" else 0
+    code = 1 if status == "error" else 0
+    exit_now(code)  # a model still loading or inside a forward pass is not waited for
+    return code
 
 
 def list_models(models_dir: Path) -> int:
@@ -423,6 +454,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     quiet_openmp_env()  # before anything imports torch: OpenMP reads these once, when it loads
     hf_offline_env()
     args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        exit_on_sigterm()  # until uvicorn handles signals, a SIGTERM is a clean exit
     if args.command == "models":
         logging.basicConfig(level="INFO", format="%(levelname)s %(name)s: %(message)s")
         if args.models_dir is not None and not args.models_dir.is_dir():

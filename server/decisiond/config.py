@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     max_levels: int = Field(default=DEFAULT_MAX_SCORE_LEVELS, ge=1, le=100, description="levels per score")
     max_state_tokens: int = Field(default=32768, ge=16, description="state tokens per request")
     max_total_tokens: int = Field(default=65536, ge=16, description="state + question tokens per request")
+    max_text_chars: int = Field(
+        default=2_000_000, ge=1000, description="characters of the state and question texts, before tokenising"
+    )
     max_json_depth: int = Field(
         default=DEFAULT_MAX_JSON_DEPTH, ge=2, le=512, description="nesting of the state, instructions and criteria"
     )
@@ -61,8 +64,12 @@ class Settings(BaseSettings):
     max_wait_ms: float = Field(
         default=8.0, ge=0.0, le=1000.0, description="micro-batch gathering window under load (ms)"
     )
+    max_header_bytes: int = Field(default=64 * 1024, ge=1024, description="request line and headers (431 above)")
+    header_timeout_s: float = Field(default=10.0, gt=0.0, description="time to send the request headers (408 after)")
+    body_timeout_s: float = Field(default=30.0, gt=0.0, description="time to send the request body (408 after)")
+    keep_alive_timeout_s: int = Field(default=5, ge=1, description="idle keep-alive connections are closed after")
     max_queue: int = Field(default=256, ge=1, description="requests waiting before 529")
-    request_timeout_s: float = Field(default=30.0, gt=0.0, description="longest wait in the queue before 529")
+    request_timeout_s: float = Field(default=30.0, gt=0.0, description="longest time from arrival to answer before 529")
     threads: int | None = Field(
         default=None, ge=1, le=1024, description="torch intra-op threads; default: per usable CPU (threads.py)"
     )
@@ -70,6 +77,8 @@ class Settings(BaseSettings):
     max_images: int = Field(default=16, ge=0, description="images per request, both wire shapes together")
     max_image_bytes: int = Field(default=8 * 1024 * 1024, ge=1, description="bytes of one decoded image file")
     max_image_pixels: int = Field(default=25_000_000, ge=1, description="width x height of one image (bomb guard)")
+    max_request_pixels: int = Field(default=100_000_000, ge=1, description="decoded pixels of one request's images")
+    max_decodes: int = Field(default=2, ge=1, description="images decoded at once, across all requests")
 
     cache_entries: int = Field(default=50_000, ge=0, description="slot-embedding cache entries")
     cache_bytes: int = Field(default=128 * 1024 * 1024, ge=0, description="slot-embedding cache bytes")
@@ -193,3 +202,10 @@ def quiet_openmp_env() -> bool:
 def openmp_env() -> dict[str, str]:
     """The OpenMP variables of :data:`OPENMP_VARS` that are set (by the user or by decisiond)."""
     return {name: os.environ[name] for name in OPENMP_VARS if os.environ.get(name, "").strip()}
+
+
+def quiet_progress_env() -> None:
+    """Turn off tqdm progress bars made after this call, also those transformers draws without its own
+    switch (the GGUF conversion): ``--log-format json`` must write only JSON lines."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

@@ -195,8 +195,13 @@ class Engine:
         """Whether :meth:`close` was called."""
         return self._closing
 
-    def submit(self, prepared: Prepared) -> Ticket:
+    def submit(self, prepared: Prepared, deadline: float | None = None) -> Ticket:
         """Queue one prepared request.
+
+        Args:
+            prepared (Prepared): from the backend's ``prepare``.
+            deadline (float, optional): ``time.monotonic()`` seconds after which the request is dropped
+                from the queue with 503. Defaults to now plus ``request_timeout_s``.
 
         Returns:
             Ticket: resolved with the request's :class:`~decisiond.readout.Readout`, or failed with
@@ -216,7 +221,9 @@ class Engine:
                 raise Unavailable("the server is shutting down", retry_after_s=5)
             if len(self._pending) >= self.max_queue:
                 raise Overloaded(f"the queue is full ({self.max_queue} requests waiting); retry shortly")
-            self._pending.append(_Job(prepared, future, time.monotonic() + self.request_timeout_s))
+            if deadline is None:
+                deadline = time.monotonic() + self.request_timeout_s
+            self._pending.append(_Job(prepared, future, deadline))
             self._cond.notify()
         return future
 

@@ -79,6 +79,16 @@ class UnsupportedEncoding(DecisionError):
     error_type = "api_usage_error"
 
 
+class RequestTimeout(DecisionError):
+    """408: the client took longer than allowed to send its request (RFC 9110 §15.5.9)."""
+
+    status = 408
+    error_type = "request_timeout"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, headers={"Connection": "close"})  # the rest of the body is not read
+
+
 class AuthenticationError(DecisionError):
     """401 (wrong key) or 403 (missing key) when keys are configured."""
 

@@ -21,20 +21,24 @@ class BackgroundServer:
         app (Any): the ASGI app.
         host (str, optional): address to bind. Defaults to 127.0.0.1.
         port (int, optional): port to bind; 0 picks a free one. Defaults to 0.
+        options (dict, optional): more ``uvicorn.Config`` arguments, e.g.
+            :func:`decisiond.connections.server_options`. Defaults to none.
 
     Example:
         >>> with BackgroundServer(app) as server:  # doctest: +SKIP
         ...     httpx.get(server.base_url + "/health")
     """
 
-    def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, app: Any, *, host: str = "127.0.0.1", port: int = 0, options: dict[str, Any] | None = None
+    ) -> None:
         import uvicorn
 
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.socket.bind((host, port))
         self.host, self.port = self.socket.getsockname()[:2]
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", **(options or {}))
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self._run, name=f"decisiond-server-{self.port}", daemon=True)
 

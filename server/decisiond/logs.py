@@ -108,6 +108,21 @@ def configure(level: str = "info", fmt: str = "auto") -> None:
     for name in ("uvicorn", "uvicorn.error"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
+    if fmt == "json":
+        quiet_progress_bars()
+
+
+def quiet_progress_bars() -> None:
+    """Turn off the tqdm progress bars transformers and huggingface_hub draw while loading weights:
+    in a JSON log every line must be one JSON object."""
+    from .config import quiet_progress_env
+
+    quiet_progress_env()  # before tqdm is imported: bars drawn outside transformers' switch
+    import huggingface_hub.utils
+    import transformers.utils.logging
+
+    transformers.utils.logging.disable_progress_bar()
+    huggingface_hub.utils.disable_progress_bars()
 
 
 def access(**fields: Any) -> None:

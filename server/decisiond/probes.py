@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from . import threads
+from .auth import authenticated
 
 if TYPE_CHECKING:
     from .app import Runtime
@@ -24,14 +25,14 @@ if TYPE_CHECKING:
 READY_RETRY_AFTER_S = {"loading": 2, "stopping": 5, "error": 30}
 
 
-def add_probes(app: FastAPI, *, show_detail: bool) -> None:
+def add_probes(app: FastAPI, *, keys: bool) -> None:
     """Add ``GET /health`` and ``GET /ready`` to ``app``, which holds its runtime in
     ``app.state.runtime``.
 
     Args:
         app (FastAPI): the app.
-        show_detail (bool): whether ``/health`` may show models, device, queues and caches (not with
-            API keys configured: the probes are open).
+        keys (bool): whether API keys are configured: then the probes, which are open, show their
+            detail (models, device, queues, caches) only to a caller that sent a valid key.
     """
 
     @app.get("/health", tags=["operations"], name="health")
@@ -39,8 +40,9 @@ def add_probes(app: FastAPI, *, show_detail: bool) -> None:
         """``loading`` until the model is ready, then ``ok`` with the model, device, dtype and the torch
         thread policy (:mod:`decisiond.threads`); ``error``
         (503) when loading failed or a model thread died; ``stopping`` (503) after SIGTERM. With API
-        keys configured, only ``{"status": ...}``."""
+        keys configured, only ``{"status": ...}`` unless the caller sends a valid key."""
         runtime: Runtime = request.app.state.runtime
+        show_detail = not keys or authenticated(request.scope)
         status, code = runtime.health()
         if not show_detail or runtime.service is None or status != "ok":
             body: dict[str, Any] = {"status": status}
@@ -63,7 +65,7 @@ def add_probes(app: FastAPI, *, show_detail: bool) -> None:
         status, _ = runtime.health()
         if status == "ok":
             body: dict[str, Any] = {"status": "ready"}
-            if show_detail:
+            if not keys or authenticated(request.scope):
                 body["models"] = [served.name for served in runtime.models()]
             return JSONResponse(body)
         retry_after = READY_RETRY_AFTER_S.get(status, 5)

@@ -8,8 +8,11 @@ headers are never written to the cassette.
 
 The body goes upstream exactly as the client sent it (compressed, multipart); the cassette holds
 the JSON body it stands for (:func:`decisiond.body.decode_body`), which is what replay reads. A
-request the wire would refuse (not JSON, not a valid request) is still forwarded, but not
-recorded: replay answers such requests with the local server's own validation error.
+request the wire would refuse (not JSON, not a valid request, nested past Python's parser) is still
+forwarded and its answer passed on, but not recorded: replay answers such requests with the local
+server's own validation error. Nor is anything recorded that a replay could not give back
+faithfully: an upstream 5xx (it says nothing lasting about the request), a body with ``NaN`` or
+``Infinity`` (a cassette line is JSON).
 """
 
 from __future__ import annotations
@@ -87,7 +90,8 @@ def create_record_app(
             return _upstream_error(url, exc)
         content_type = answer.headers.get("content-type", "application/json")
         record(writer, route, body, answer, request.headers)
-        return Response(content=answer.content, status_code=answer.status_code, media_type=content_type)
+        passed = {"retry-after": answer.headers["retry-after"]} if "retry-after" in answer.headers else None
+        return Response(answer.content, status_code=answer.status_code, media_type=content_type, headers=passed)
 
     @app.post(SYSTEMONE_ROUTE)
     async def decide(request: Request) -> Response:
@@ -122,12 +126,16 @@ def record(
 ) -> None:
     """Append one exchange to the cassette; log and skip what cannot be keyed (never the headers)."""
     content_type = answer.headers.get("content-type", "application/json")
+    if answer.status_code >= 500:
+        log.warning("not recorded: %s answered %d, a fault rather than an answer", route, answer.status_code)
+        return
     try:
         if body is not None:
             body = _as_json(body, incoming)
-        parsed = None if body is None else json.loads(body)
-        entry = new_entry(route, parsed, answer.status_code, content_type, answer.content)
-    except (ValueError, DecisionError) as exc:
+        parsed = None if body is None else json.loads(body, parse_constant=_refuse_constant)
+        retry_after = answer.headers.get("retry-after")
+        entry = new_entry(route, parsed, answer.status_code, content_type, answer.content, retry_after)
+    except (ValueError, RecursionError, DecisionError) as exc:  # RecursionError: nested past Python's parser
         log.warning(
             "not recorded: %s %d is not a valid request or answer (%s)", route, answer.status_code, type(exc).__name__
         )
@@ -148,3 +156,8 @@ def _as_json(body: bytes, incoming: Mapping[str, str]) -> bytes:
     if not applied and multipart is None:
         return body
     return decode_body(body, applied, multipart, max_bytes=_MAX_BODY_BYTES, max_parts=_MAX_PARTS)
+
+
+def _refuse_constant(name: str) -> float:
+    """``json.loads``' hook for ``NaN`` and ``Infinity``: a cassette line could not store them."""
+    raise ValueError(f"the body holds {name}, which a cassette cannot store")

@@ -7,7 +7,9 @@ status, content type and body unchanged (the upstream's model name included; onl
 put in the new request's order when its questions come in another order than recorded). An unrecorded
 request gets, in ``strict`` mode, a 404 ``not_found_error`` naming the cassettes and the key; in
 ``fallback`` mode it goes on to the local model. A body the wire refuses goes on to the app, which
-answers its usual 422 or 400 (in strict mode with no model, the same 422 is answered here).
+answers its usual 422 or 400 (in strict mode with no model, the same 422 is answered here). The
+request limits (questions, options, levels, depth, empty ids) are applied before the cassette is
+consulted, so a replay refuses what the server would refuse.
 
 ``GET /v1/models`` answers the recorded model list when a cassette holds one; otherwise strict
 mode lists the models the cassettes name, and fallback mode the local models. In strict mode
@@ -22,8 +24,11 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .auth import authenticated
 from .cassette import MODELS_KEY, MODELS_ROUTE, SYSTEMONE_ROUTE, Library, answers_in_order, key_of, parse_request
+from .config import Settings
 from .errors import DecisionError, NotFound
+from .wire import check_request_limits
 
 
 async def _send_bytes(
@@ -73,14 +78,22 @@ class ReplayMiddleware:
         app (ASGIApp): the decisiond app.
         library (Library): the loaded cassettes.
         mode (str): ``strict`` (misses are 404) or ``fallback`` (misses go to the local model).
+        keys (bool, optional): API keys are configured (:mod:`decisiond.auth` checks them in front);
+            then ``/health`` shows its detail to key holders only. Defaults to False.
+        settings (Settings, optional): the request limits, applied before the cassette is consulted,
+            as the server applies them before a model. Defaults to ``Settings()``.
     """
 
-    def __init__(self, app: ASGIApp, library: Library, mode: str) -> None:
+    def __init__(
+        self, app: ASGIApp, library: Library, mode: str, keys: bool = False, settings: Settings | None = None
+    ) -> None:
         if mode not in ("strict", "fallback"):
             raise ValueError(f"replay mode must be strict or fallback, got {mode!r}")
         self.app = app
         self.library = library
         self.mode = mode
+        self.keys = keys
+        self.settings = settings or Settings()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope.get("path"), scope.get("method")
@@ -91,8 +104,11 @@ class ReplayMiddleware:
         elif path == MODELS_ROUTE and method == "GET":
             await self._models(scope, receive, send)
         elif path == "/health" and method == "GET" and self.mode == "strict":
-            body = {"status": "ok", "mode": "replay", "cassettes": [str(p) for p in self.library.paths]}
-            await _send_json(send, 200, {**body, "entries": len(self.library.entries)})
+            body: dict[str, Any] = {"status": "ok"}
+            if not self.keys or authenticated(scope):  # with keys, only a key holder sees the cassettes
+                body |= {"mode": "replay", "cassettes": [str(p) for p in self.library.paths]}
+                body["entries"] = len(self.library.entries)
+            await _send_json(send, 200, body)
         else:
             await self.app(scope, receive, send)
 
@@ -110,6 +126,11 @@ class ReplayMiddleware:
             else:
                 await self.app(scope, _replaying(messages, receive), send)
             return
+        try:
+            check_request_limits(request, self.settings)
+        except DecisionError as exc:  # the same 400 or 422 the server answers before any model
+            await _send_json(send, exc.status, exc.body(), exc.headers)
+            return
         key = key_of(request)
         entry = self.library.find(key)
         if entry is not None:
@@ -117,7 +138,7 @@ class ReplayMiddleware:
             content = recorded.body.encode("utf-8")
             if recorded.status == 200:  # recorded in one question order, asked in another: answer in this one
                 content = answers_in_order(recorded.body, list(request.questions))
-            await _send_bytes(send, recorded.status, recorded.content_type, content)
+            await _send_bytes(send, recorded.status, recorded.content_type, content, recorded.headers())
         elif self.mode == "fallback":
             await self.app(scope, _replaying(messages, receive), send)
         else:
@@ -131,7 +152,9 @@ class ReplayMiddleware:
         entry = self.library.find(MODELS_KEY)
         if entry is not None:
             recorded = entry.response
-            await _send_bytes(send, recorded.status, recorded.content_type, recorded.body.encode("utf-8"))
+            await _send_bytes(
+                send, recorded.status, recorded.content_type, recorded.body.encode("utf-8"), recorded.headers()
+            )
         elif self.mode == "fallback":
             await self.app(scope, receive, send)
         else:

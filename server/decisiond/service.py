@@ -14,24 +14,25 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
+from anyio import to_thread
 
 from .answers import to_answers
 from .backends import Backend, Prepared, TokenLimits, Work, backend_class
 from .box_images import with_box_images
 from .config import Settings
 from .devices import resolve_device, resolve_dtype
-from .engine import Engine
-from .errors import ApiUsageError, ClientGone
+from .engine import Engine, Ticket
+from .errors import ApiUsageError, ClientGone, Overloaded
+from .limits import check_text_chars
 from .manifest import Manifest
-from .media import MediaLimits, decode_all, image_names
+from .media import DecodeGate, MediaLimits, decode_all, image_names
 from .model_names import name_table
 from .readout import Readout
 from .render import to_questions
-from .wire import DecisionRequest, check_limits
+from .wire import DecisionRequest, check_request_limits
 
 log = logging.getLogger("decisiond.service")
 
@@ -193,6 +194,7 @@ class Service:
         self.settings = settings
         table = name_table([m.manifest.names() for m in self.models], settings.aliases, strict=settings.strict_models)
         self._by_name: dict[str, ServedModel] = {name: self.models[index] for name, index in table.items()}
+        self.decodes = DecodeGate(settings.max_decodes)  # images decoded at once, across requests
         for served in self.models:
             served.ids = [name for name, m in self._by_name.items() if m is served and name != served.name]
 
@@ -255,7 +257,7 @@ class Service:
     def media_limits(self) -> MediaLimits:
         """The server's image limits."""
         s = self.settings
-        return MediaLimits(s.max_images, s.max_image_bytes, s.max_image_pixels)
+        return MediaLimits(s.max_images, s.max_image_bytes, s.max_image_pixels, s.max_request_pixels)
 
     def _prepare(self, request: DecisionRequest, served: ServedModel) -> Prepared:
         """The request-thread stage: decode images (only for a model that reads them), render,
@@ -263,17 +265,20 @@ class Service:
         :meth:`_inline` says it is only rendering.
 
         Raises:
-            ApiUsageError: an image is refused (see :mod:`decisiond.media`), or a box question is
-                not about exactly one image (see :mod:`decisiond.box_images`).
+            ApiUsageError: the text is over ``max_text_chars``; an image is refused (see
+                :mod:`decisiond.media`), or a box question is not about exactly one image (see
+                :mod:`decisiond.box_images`).
             MaxTokensExceeded: over a token budget.
         """
         names = image_names(request.images, request.assets)
         questions = with_box_images(list(request.questions), to_questions(request), names)
+        text = Work(request.state, questions, question_ids=tuple(request.questions), image_names=names)
+        check_text_chars(text, self.settings.max_text_chars)  # before any tokenising or decoding
         images: tuple[Any, ...] = ()
         if "image" in served.backend.modalities:
-            images = decode_all(request.images, request.assets, self.media_limits())
-        work = Work(request.state, questions, images, question_ids=tuple(request.questions), image_names=names)
-        return served.backend.prepare(work)
+            side = served.backend.image_side
+            images = decode_all(request.images, request.assets, self.media_limits(), self.decodes, side=side)
+        return served.backend.prepare(replace(text, images=images))
 
     @staticmethod
     def _inline(request: DecisionRequest, served: ServedModel) -> bool:
@@ -287,7 +292,11 @@ class Service:
         )
 
     async def decide(
-        self, request: DecisionRequest, *, client_gone: Callable[[], Awaitable[Any]] | None = None
+        self,
+        request: DecisionRequest,
+        *,
+        client_gone: Callable[[], Awaitable[Any]] | None = None,
+        arrived: float | None = None,
     ) -> Decision:
         """Answer one validated request.
 
@@ -295,35 +304,44 @@ class Service:
             request (DecisionRequest): schema-valid.
             client_gone (Callable, optional): a coroutine function returning once the client has gone;
                 then the queued work is cancelled so it is never computed (see :func:`wait_for_readout`).
+            arrived (float, optional): when the request arrived (``time.monotonic()`` seconds); the
+                ``request_timeout_s`` deadline runs from then, whatever the request waits on (the
+                thread pool, tokenising, the queue, the model). Defaults to now.
 
         Raises:
             ApiUsageError: a semantic limit, an unknown model, a question type the model does not
                 answer, unreadable media (400).
             MaxTokensExceeded: over a token budget (400; for a ``light_prepare`` backend, found on
                 the model thread and raised from the ticket).
-            Overloaded: queue full or waited too long (529).
+            Overloaded: queue full, or past its deadline (529).
             Unavailable: stopping, or out of device memory (503).
             InternalError: the model failed, or its thread has died (500).
         """
         started = time.perf_counter()
-        check_limits(
-            request,
-            max_questions=self.settings.max_questions,
-            max_options=self.settings.max_options,
-            max_levels=self.settings.max_levels,
-            max_depth=self.settings.max_json_depth,
-        )
+        check_request_limits(request, self.settings)
         served = self.resolve(request.model)
         self.check_question_types(request, served)
         self.check_media(request, served)
-        if self._inline(request, served):
-            prepared = self._prepare(request, served)
-        else:
-            prepared = await run_in_threadpool(self._prepare, request, served)
+        deadline = (time.monotonic() if arrived is None else arrived) + self.settings.request_timeout_s
+        ticket: Future[Readout] | None = None
+        try:
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                if self._inline(request, served):
+                    prepared = self._prepare(request, served)
+                else:
+                    # abandoned at the deadline: the thread finishes on its own and its result is dropped
+                    prepared = await to_thread.run_sync(self._prepare, request, served, abandon_on_cancel=True)
+                queued = time.perf_counter()
+                ticket = served.engine.submit(prepared, deadline=deadline)
+                readout = await wait_for_readout(ticket, client_gone)
+        except TimeoutError:
+            if ticket is not None:
+                ticket.cancel()  # a no-op once the model thread runs it; its answer is then dropped
+            raise Overloaded(
+                f"the request waited over {self.settings.request_timeout_s:g} s since it arrived; retry later"
+            ) from None
+        assert isinstance(ticket, Ticket)
         work = prepared.work
-        queued = time.perf_counter()
-        ticket = served.engine.submit(prepared)
-        readout = await wait_for_readout(ticket, client_gone)
         done = time.perf_counter()
         body = {
             "model": served.name,

@@ -342,3 +342,20 @@ def _noul_is_empty(question: NoulQuestion) -> bool:
     criteria = question.criteria
     no_criteria = criteria is None or (_is_blank(criteria.true) and _is_blank(criteria.false))
     return _is_blank(question.instructions) and no_criteria
+
+
+def check_request_limits(request: DecisionRequest, settings: Any) -> None:
+    """:func:`check_limits` with a :class:`~decisiond.config.Settings`' limits (the one place the
+    server's settings meet the wire's limits, for a model and for a replay alike).
+
+    Raises:
+        ApiUsageError: see :func:`check_limits`.
+        LimitError: see :func:`check_limits`.
+    """
+    check_limits(
+        request,
+        max_questions=settings.max_questions,
+        max_options=settings.max_options,
+        max_levels=settings.max_levels,
+        max_depth=settings.max_json_depth,
+    )

@@ -144,6 +144,9 @@ class Backend(ABC):
     #: calls it on the event loop instead of hopping to a thread, and the tokenising, the exact
     #: token counts and the token-limit checks happen in :meth:`complete` on the model thread.
     light_prepare: ClassVar[bool] = False
+    #: The side, in pixels, of the images the model reads (images are decoded no larger than needed
+    #: for it, :mod:`decisiond.media`); None: full size.
+    image_side: int | None = None
 
     def __init__(
         self,

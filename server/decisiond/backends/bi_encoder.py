@@ -28,7 +28,7 @@ import torch
 from cachetools import LRUCache
 from transformers import AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from ..cache import TensorLRU
+from ..cache import TensorLRU, digest
 from ..config import Settings
 from ..errors import MaxTokensExceeded
 from ..manifest import Manifest
@@ -39,8 +39,15 @@ from .padding import pad, run_sorted
 from .statements import GENERIC_TEXTS
 from .windows import pool_windows, split_windows
 
-#: Distinct slot texts whose token windows (and token counts) are kept between requests.
+#: Distinct slot texts whose token counts are kept between requests (for the batch budget).
 SLOT_TOKEN_ENTRIES = 20_000
+#: Bytes of slot-text token windows kept between requests (8 per id); keys are digests, so a long
+#: slot text costs what its ids cost, never its characters too.
+SLOT_WINDOW_BYTES = 32 * 1024 * 1024
+
+
+def _windows_bytes(windows: list[list[int]]) -> int:
+    return 8 * sum(len(w) for w in windows) + 64
 
 
 @dataclass
@@ -114,8 +121,8 @@ class BiEncoderBackend(Backend):
         self.encode_tokens = encode_tokens
         self.cache: TensorLRU[str] = TensorLRU(cache_entries, cache_bytes)
         # model thread only: slot text -> windows; the counts are read by prepare (dict reads are atomic)
-        self._slot_windows: LRUCache[str, list[list[int]]] = LRUCache(SLOT_TOKEN_ENTRIES)
-        self._slot_tokens: dict[str, int] = {}
+        self._slot_windows: LRUCache[bytes, list[list[int]]] = LRUCache(SLOT_WINDOW_BYTES, getsizeof=_windows_bytes)
+        self._slot_tokens: dict[bytes, int] = {}
         self._cls = [tokenizer.cls_token_id] if tokenizer.cls_token_id is not None else []
         self._sep = [tokenizer.sep_token_id] if tokenizer.sep_token_id is not None else []
         self._pad = tokenizer.pad_token_id or 0
@@ -166,7 +173,7 @@ class BiEncoderBackend(Backend):
     def _estimate(self, text: str) -> int:
         """Tokens of ``text`` before it is tokenised, for the batch budget: its characters (a word
         piece holds at least one) plus each window's specials; a slot text seen before counts exactly."""
-        known = self._slot_tokens.get(text)
+        known = self._slot_tokens.get(digest(text))
         if known is not None:
             return known
         specials = len(self._cls) + len(self._sep)
@@ -200,15 +207,16 @@ class BiEncoderBackend(Backend):
         known: dict[str, list[list[int]]] = {}
         for p in todo:
             for text in p.features.slot_texts:
-                if text not in known and (windows := self._slot_windows.get(text)) is not None:
+                if text not in known and (windows := self._slot_windows.get(digest(text))) is not None:
                     known[text] = windows
         new = list(dict.fromkeys(t for p in todo for t in p.features.slot_texts if t not in known))
         windows = self._windows([p.features.state_text for p in todo] + new)
         for text, text_windows in zip(new, windows[len(todo) :], strict=True):
-            known[text] = self._slot_windows[text] = text_windows
+            key = digest(text)
+            known[text] = self._slot_windows[key] = text_windows
             if len(self._slot_tokens) >= SLOT_TOKEN_ENTRIES:
                 self._slot_tokens.clear()
-            self._slot_tokens[text] = sum(len(w) for w in text_windows)
+            self._slot_tokens[key] = sum(len(w) for w in text_windows)
         errors: dict[int, Exception] = {}
         for p, state_windows in zip(todo, windows, strict=False):
             try:

@@ -20,7 +20,6 @@ The logit already carries the model's own scale, so the manifest's temperature d
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from ..manifest import Manifest
 from ..render import SlotTemplates
 from .base import Backend, Prepared, TokenLimits, Work
 from .padding import pad, run_sorted
+from .tokenizers import TokenizerPool
 from .windows import pool_windows, split_windows
 
 
@@ -153,10 +153,11 @@ class ClipBackend(Backend):
         self.cache: TensorLRU[str] = TensorLRU(cache_entries, cache_bytes)
         self._prefix, self._suffix = special_tokens(tokenizer)
         self._pad = tokenizer.pad_token_id or 0
-        self._tokenizer_lock = threading.Lock()
+        self._tokenizers = TokenizerPool(tokenizer)  # a copy per concurrent request, no shared lock
         vision = getattr(model.config, "vision_config", None)
         patches = (vision.image_size // vision.patch_size) ** 2 + 1 if vision is not None else 1
         self.image_tokens = int(patches)  # positions the vision tower reads per image (usage, batch cost)
+        self.image_side = int(vision.image_size) if vision is not None else None  # decode no larger than needed
 
     @classmethod
     def from_manifest(
@@ -211,8 +212,8 @@ class ClipBackend(Backend):
         pixel_values = self.image_processor(images=list(work.images), return_tensors="pt")["pixel_values"]
         slot_texts = [text for q in work.questions for text in self.templates.slot_texts(q)]
         distinct = list(dict.fromkeys(slot_texts))
-        with self._tokenizer_lock:
-            encoded = self.tokenizer(distinct, add_special_tokens=False)["input_ids"]
+        with self._tokenizers.borrow() as tokenizer:
+            encoded = tokenizer(distinct, add_special_tokens=False)["input_ids"]
         specials = len(self._prefix) + len(self._suffix)
         slot_windows = {
             text: [

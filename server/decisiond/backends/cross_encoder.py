@@ -23,7 +23,6 @@ it, and a mean would dilute one relevant passage in many unrelated ones (MaxP in
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from ..manifest import Manifest
 from ..render import SlotTemplates, to_text
 from .base import Backend, Prepared, TokenLimits, Work
 from .padding import pad, run_sorted
+from .tokenizers import TokenizerPool
 from .windows import split_windows
 
 Pooling = Literal["max", "mean"]
@@ -162,7 +162,7 @@ class CrossEncoderBackend(Backend):
         self.encode_tokens = encode_tokens
         self._types = "token_type_ids" in tokenizer.model_input_names
         self._pad = tokenizer.pad_token_id or 0
-        self._tokenizer_lock = threading.Lock()
+        self._tokenizers = TokenizerPool(tokenizer)  # a copy per concurrent request, no shared lock
 
     @classmethod
     def from_manifest(
@@ -208,8 +208,8 @@ class CrossEncoderBackend(Backend):
         """
         slot_texts = [self.templates.slot_texts(q) for q in work.questions]
         distinct = list(dict.fromkeys(t for texts in slot_texts for t in texts))
-        with self._tokenizer_lock:
-            encoded = self.tokenizer([to_text(work.state), *distinct], add_special_tokens=False)["input_ids"]
+        with self._tokenizers.borrow() as tokenizer:
+            encoded = tokenizer([to_text(work.state), *distinct], add_special_tokens=False)["input_ids"]
         state_ids, hyp_ids = encoded[0], dict(zip(distinct, encoded[1:], strict=True))
         pair_index: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
         slot_pairs: list[list[int]] = []
