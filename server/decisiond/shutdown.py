@@ -22,6 +22,7 @@ import signal
 import sys
 import threading
 import time
+import weakref
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -45,19 +46,29 @@ class Drain:
 
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
-        self.passed = asyncio.Event()
         self.deadline: float | None = None
+        # One event per event loop: an asyncio.Event is bound to the loop that first waits on it, and
+        # an app can be driven from several loops (Starlette's TestClient starts one per request).
+        self._events: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Event] = weakref.WeakKeyDictionary()
+
+    def passed(self) -> asyncio.Event:
+        """The running loop's event, set once the deadline has passed."""
+        loop = asyncio.get_running_loop()
+        event = self._events.get(loop)
+        if event is None:
+            event = self._events[loop] = asyncio.Event()
+            if self.deadline is not None:
+                loop.call_later(max(0.0, self.deadline - time.monotonic()), event.set)
+        return event
 
     def begin(self) -> None:
         """Start the countdown (from a signal handler on the event loop's thread, or from the loop)."""
         if self.deadline is not None:
             return
         self.deadline = time.monotonic() + self.timeout_s
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        loop.call_soon_threadsafe(loop.call_later, self.timeout_s, self.passed.set)
+        for loop, event in list(self._events.items()):
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(loop.call_later, self.timeout_s, event.set)
 
     def remaining_s(self) -> float:
         """Seconds left before the deadline (``timeout_s`` when no shutdown has begun)."""
@@ -89,7 +100,7 @@ class HeldRequestsMiddleware:
             await send(message)
 
         work = asyncio.ensure_future(self.app(scope, receive, tracking_send))
-        deadline = asyncio.ensure_future(self.drain.passed.wait())
+        deadline = asyncio.ensure_future(self.drain.passed().wait())
         try:
             await asyncio.wait({work, deadline}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
