@@ -249,6 +249,25 @@ class Service:
         )
         served = self.resolve(request.model)
         self.check_media(request, served)
+        return await self.run(request, served, started, is_disconnected)
+
+    async def run(
+        self,
+        request: DecisionRequest,
+        served: ServedModel,
+        started: float,
+        is_disconnected: Callable[[], Awaitable[bool]] | None = None,
+    ) -> Decision:
+        """Decide a request already checked by :meth:`decide` on ``served``'s engine: render, prepare,
+        queue, read out. The one seam where the model runs: a subclass (``decisiond.ray``'s ingress)
+        sends the checked request to another process instead, and that process calls this.
+
+        Args:
+            started (float): ``time.perf_counter()`` when the request arrived (for the timings).
+
+        Raises:
+            MaxTokensExceeded, ApiUsageError, Overloaded, InternalError: as :meth:`decide`.
+        """
         prepared = await run_in_threadpool(self._prepare, request, served)
         work = prepared.work
         queued = time.perf_counter()
