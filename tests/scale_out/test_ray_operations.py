@@ -154,3 +154,23 @@ def test_jevcompat_must_and_should_through_the_ray_ingress(ray_serve: RayServe, 
     done = subprocess.run([jevcompat, "test", url, "--key", KEY], capture_output=True, text=True, timeout=600)
     # with a key the two auth SHOULDs run as well (13 + 2); the summary counts every requirement run
     assert "MUST 32/32, SHOULD 15/15" in done.stdout, done.stdout[-4000:] + done.stderr[-2000:]
+
+
+def test_decisiond_serve_with_a_ray_address_deploys_to_the_running_cluster(ray_serve: RayServe, tmp_path: Path) -> None:
+    manifest = tmp_path / "cli-fake.toml"
+    manifest.write_text('name = "cli-fake"\nbackend = "fake"\n\n[weights]\npath = "."\n', encoding="utf-8")
+    address = ray.get_runtime_context().gcs_address
+    done = subprocess.run(
+        [sys.executable, "-m", "decisiond.cli", "serve", "--ray-address", address, "--model", str(manifest)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    try:
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert [m["name"] for m in httpx.get(f"{ray_serve.url}/v1/models").json()["models"]] == ["cli-fake"]
+        answered = post(ray_serve.url, {"state": "refund", "questions": {"refund": NOUL}})
+        assert answered.status_code == 200 and answered.json()["model"] == "cli-fake"
+    finally:
+        ray_serve.delete("decisiond")
