@@ -24,6 +24,7 @@ it measures, and httpx spends several times more per request.
 Usage:
     python scripts/bench.py                                   # minilm-l6, all workloads (~6 min)
     python scripts/bench.py --model smollm2-135m --workloads triage --clients 1 4 16
+    python scripts/bench.py --ray --workloads triage --clients 1 4 16   # Ray Serve, 1 and 2 replicas
 """
 
 from __future__ import annotations
@@ -427,7 +428,14 @@ def main() -> int:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64], help="ceiling batch sizes")
     parser.add_argument("--no-baseline", action="store_true", help="skip the per-request baseline")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-out")
+    parser.add_argument(
+        "--ray", action="store_true", help="Ray Serve at 1 and 2 replicas next to the single process (bench_ray.py)"
+    )
     args = parser.parse_args()
+    if args.ray:
+        import bench_ray
+
+        return bench_ray.run(args.model, args.workloads[0], args.clients, args.seconds, [1, 2], args.out)
 
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     report: dict[str, Any] = {"model": args.model, "machine": machine, "seconds": args.seconds, "workloads": {}}
