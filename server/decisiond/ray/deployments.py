@@ -18,6 +18,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from ray import serve
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..backends import BackendInfo
 from ..config import Settings
@@ -29,6 +30,8 @@ from ..wire import DecisionRequest
 from .remote import RayService, Refusal, remote_model
 
 log = logging.getLogger("decisiond.ray")
+
+REQUEST_ID = b"x-request-id"
 
 
 def replica_queue(settings: Settings) -> Settings:
@@ -111,4 +114,32 @@ class Ingress:
         """The single-process app (``create_app``) over this ingress's :class:`RayService`."""
         from ..app import create_app
 
-        return create_app(self.settings, service=self.service)
+        app = create_app(self.settings, service=self.service)
+        app.add_middleware(DropEchoedRequestId)
+        return app
+
+
+class DropEchoedRequestId:
+    """Ray's HTTP proxy adds ``x-request-id`` (the one it passed in) to every response; the app adds
+    the same id. This outermost layer drops the app's copy when it equals the id Ray passed in, so a
+    response carries the header once, as it does from ``decisiond serve``.
+
+    Args:
+        app (ASGIApp): the app inside.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        sent = dict(scope.get("headers") or []).get(REQUEST_ID)
+
+        async def send_once(message: Message) -> None:
+            if message["type"] == "http.response.start" and sent is not None:
+                message["headers"] = [(k, v) for k, v in message.get("headers", []) if (k, v) != (REQUEST_ID, sent)]
+            await send(message)
+
+        await self.app(scope, receive, send_once)

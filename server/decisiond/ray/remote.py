@@ -124,10 +124,10 @@ def remote_model(manifest: Manifest) -> ServedModel:
 def _ray_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
     """Ray's exceptions for "refused, try again" and "the replica went away"."""
     from ray import exceptions as rex
-    from ray.serve.exceptions import BackPressureError
+    from ray.serve.exceptions import BackPressureError, DeploymentUnavailableError
 
     gone = (rex.RayActorError, rex.ActorUnavailableError, rex.WorkerCrashedError, rex.ObjectLostError)
-    return (BackPressureError,), gone
+    return (BackPressureError, DeploymentUnavailableError), gone
 
 
 class RayService(Service):
@@ -164,7 +164,8 @@ class RayService(Service):
         try:
             outcome = await _await(response, is_disconnected)
         except refused:
-            raise Overloaded(f"every replica of {served.name} is busy; retry shortly", retry_after_s=RETRY_AFTER_S) from None
+            busy = f"every replica of {served.name} is busy or starting; retry shortly"
+            raise Overloaded(busy, retry_after_s=RETRY_AFTER_S) from None
         except gone as exc:
             log.warning("a replica of %s stopped while it held a request: %s", served.name, type(exc).__name__)
             raise Overloaded(f"a replica of {served.name} stopped; retry", retry_after_s=RETRY_AFTER_S) from None
