@@ -35,6 +35,7 @@ Usage:
     python scripts/bench.py                                   # minilm-l6, all workloads (~6 min)
     python scripts/bench.py --workloads triage --clients 1 16 64 --contention 2 --no-baseline
     python scripts/bench.py --model smollm2-135m --workloads triage --clients 1 4 16
+    python scripts/bench.py --ray --workloads triage --clients 1 4 16   # Ray Serve, 1 and 2 replicas
 """
 
 from __future__ import annotations
@@ -548,6 +549,9 @@ def parse_args() -> argparse.Namespace:
         help="windows per level and variant (--seconds split among them), and rounds of quiet and contended windows",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench-out")
+    parser.add_argument(
+        "--ray", action="store_true", help="Ray Serve at 1 and 2 replicas next to the single process (bench_ray.py)"
+    )
     return parser.parse_args()
 
 
@@ -598,6 +602,10 @@ def run_baseline(args: argparse.Namespace, report: dict[str, Any]) -> None:
 
 def main() -> int:
     args = parse_args()
+    if args.ray:
+        import bench_ray
+
+        return bench_ray.run(args.model, args.workloads[0], args.clients, args.seconds, [1, 2], args.out)
     variants: list[Variant] = args.server or [Variant("decisiond", {}, [])]
 
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"

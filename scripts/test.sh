@@ -1,8 +1,21 @@
 #!/usr/bin/env bash
 # One command from a clean machine to a green test run: ./scripts/test.sh [pytest args]
 # Same install as serve.sh plus the test extras, then the whole suite (offline, CPU only).
+# The Ray tests (marked `ray`, tests/scale_out/) start a local Ray instance: they are opt-in,
+# DECISIOND_TEST_RAY=1 installs the `ray` extra and runs them too; `-m ray` runs only them.
 set -euo pipefail
-DECISIOND_EXTRAS=test
+extras="test"
+marks=(-m "not ray")
+if [ "${DECISIOND_TEST_RAY:-0}" = "1" ]; then extras="test,ray"; marks=(); fi
+previous=""
+for arg in "$@"; do
+  if [ "$arg" = "-m" ] || [[ "$arg" == -m* ]]; then marks=(); fi  # the caller chooses the markers
+  if { [ "$previous" = "-m" ] || [[ "$arg" == -m* ]]; } && [[ "$arg" == *ray* ]] && [[ "$arg" != *"not ray"* ]]; then
+    extras="test,ray"
+  fi
+  previous="$arg"
+done
+DECISIOND_EXTRAS="$extras"
 . "$(dirname "$0")/_env.sh"
 # The official JavaScript SDK, pinned in tests/js/package-lock.json, for tests/test_official_sdks.py.
 if [ ! -f tests/js/package.json ]; then
@@ -13,7 +26,7 @@ else
   echo "node/npm not found: the JavaScript SDK checks will be skipped" >&2
 fi
 set +e
-python -m pytest "$@"
+python -m pytest "${marks[@]}" "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

@@ -165,6 +165,11 @@ def _add_serve(sub: Any) -> None:
         default=None,
         help="do not serve the browser playground at / (default: served; DECISIOND_PLAYGROUND=false)",
     )
+    serve.add_argument(
+        "--ray-address",
+        help="deploy to this running Ray cluster (e.g. ray://head:10001 or auto) as Ray Serve application "
+        "`decisiond`, one deployment per model, and return (needs the ray extra; see deploy/serve.yaml)",
+    )
 
 
 def _add_record(sub: Any) -> None:
@@ -477,6 +482,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"decisiond serve: error: {describe_settings_error(exc)}", file=sys.stderr)  # noqa: T201
         return 2
     logs.configure(settings.log_level, settings.log_format)
+    if args.ray_address:
+        return _deploy_to_ray(settings, args.ray_address)
     return serve(settings)
 
 
@@ -493,6 +500,21 @@ def run() -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def _deploy_to_ray(settings: Settings, address: str) -> int:
+    """``decisiond serve --ray-address ADDR`` (:func:`decisiond.ray.deploy`): 2 for a configuration
+    error or when Ray is not installed."""
+    try:
+        from .ray import deploy
+    except ImportError as exc:
+        log.error("--ray-address needs Ray Serve: pip install 'decisiond[ray]' (%s)", exc)
+        return 2
+    try:
+        return deploy(settings, address)
+    except (ManifestError, ValueError) as exc:
+        log.error("%s", exc)
+        return 2
 
 
 if __name__ == "__main__":

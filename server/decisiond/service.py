@@ -322,6 +322,27 @@ class Service:
         served = self.resolve(request.model)
         self.check_question_types(request, served)
         self.check_media(request, served)
+        return await self.run(request, served, started, client_gone, arrived)
+
+    async def run(
+        self,
+        request: DecisionRequest,
+        served: ServedModel,
+        started: float,
+        client_gone: Callable[[], Awaitable[Any]] | None = None,
+        arrived: float | None = None,
+    ) -> Decision:
+        """Decide a request already checked by :meth:`decide` on ``served``'s engine: render, prepare,
+        queue, read out. The one seam where the model runs: a subclass (``decisiond.ray``'s ingress)
+        sends the checked request to another process instead, and that process calls this.
+
+        Args:
+            started (float): ``time.perf_counter()`` when the request arrived (for the timings).
+            client_gone, arrived: as :meth:`decide`.
+
+        Raises:
+            MaxTokensExceeded, ApiUsageError, Overloaded, Unavailable, InternalError: as :meth:`decide`.
+        """
         deadline = (time.monotonic() if arrived is None else arrived) + self.settings.request_timeout_s
         ticket: Future[Readout] | None = None
         try:
