@@ -296,6 +296,7 @@ def create_app(
         summary="A local System One decision server",
         lifespan=lifespan,
         generate_unique_id_function=lambda route: route.name,
+        redirect_slashes=False,  # a 307 has no JSON body; one slash is the route (TrailingSlashMiddleware)
     )
     app.state.runtime = runtime
     app.state.metrics = metrics
