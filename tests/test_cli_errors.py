@@ -62,6 +62,17 @@ def test_a_port_out_of_range_is_one_clear_line(value: str, capsys: pytest.Captur
     assert "argument --port:" in err and "is not a port number (0 to 65535)" in err and "http" not in err.lower()[-10:]
 
 
+@pytest.mark.parametrize("value", ["notaurl", "ftp://example.com", "http://", "api.example.com"])
+def test_a_record_upstream_that_is_no_http_url_is_one_clear_line(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression: `decisiond record --upstream notaurl` started the proxy anyway, and every request
+    through it then got a 502 `UnsupportedProtocol`."""
+    err = _error_of(["record", "--upstream", value, "--cassette", str(tmp_path / "c.jsonl")], capsys)
+    assert "argument --upstream:" in err and "http:// or https:// URL" in err, err
+    assert not (tmp_path / "c.jsonl").exists()
+
+
 def test_a_bad_setting_from_the_environment_names_flag_and_variable(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -28,7 +28,7 @@ from .ask import add_ask_parser, run_ask
 from .calibrate_cli import add_calibrate_parser as _add_calibrate
 from .calibrate_cli import run_calibrate
 from .cassette import CassetteError
-from .cli_parser import Parser, describe_settings_error, port
+from .cli_parser import Parser, describe_settings_error, port, upstream_url
 from .config import Settings, hf_offline_env, quiet_openmp_env, read_env
 from .manifest import Manifest, ManifestError, embedded_default, find_manifest, read_manifests
 from .model_names import name_table
@@ -181,7 +181,12 @@ def _add_record(sub: Any) -> None:
         "application at the proxy, run it, then serve the cassette with `decisiond serve --replay PATH`. "
         "The API key is sent upstream only, never written to the cassette.",
     )
-    record.add_argument("--upstream", required=True, help="base URL of the real service, e.g. https://api.example.com")
+    record.add_argument(
+        "--upstream",
+        required=True,
+        type=upstream_url,
+        help="base URL of the real service, e.g. https://api.example.com",
+    )
     record.add_argument("--cassette", required=True, type=Path, help="cassette to append to (created when missing)")
     record.add_argument(
         "--api-key-env",

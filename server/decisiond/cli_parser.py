@@ -12,6 +12,7 @@ import argparse
 import difflib
 from collections.abc import Sequence
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
@@ -81,6 +82,19 @@ def port(text: str) -> int:
     if not 0 <= value <= MAX_PORT:
         raise argparse.ArgumentTypeError(f"{value} is not a port number (0 to {MAX_PORT})")
     return value
+
+
+def upstream_url(text: str) -> str:
+    """The base URL of a real service for ``decisiond record --upstream``.
+
+    Raises:
+        argparse.ArgumentTypeError: not an ``http://`` or ``https://`` URL with a host (the proxy
+            would otherwise start and answer every request 502).
+    """
+    parts = urlsplit(text.strip())
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an http:// or https:// URL with a host")
+    return text.strip()
 
 
 def describe_settings_error(exc: ValidationError) -> str:
