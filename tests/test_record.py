@@ -9,6 +9,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 
 from decisiond.cassette import read_cassette, request_key
 from decisiond.cli import main
@@ -95,3 +97,29 @@ def test_record_cli_refuses_an_unset_key_variable(tmp_path: Path, monkeypatch: p
     monkeypatch.delenv("DECISIOND_TEST_UNSET_KEY", raising=False)
     argv = ["record", "--upstream", "http://127.0.0.1:9", "--cassette", str(tmp_path / "c.jsonl")]
     assert main([*argv, "--api-key-env", "DECISIOND_TEST_UNSET_KEY"]) == 2
+
+
+def test_the_proxy_passes_the_sdk_headers_both_ways_and_does_not_record_an_overload(tmp_path: Path) -> None:
+    """Regression: the record proxy returned only the upstream's body and content type, so the
+    official SDK, which reads `x-typesafe-request-id`, raised "The response did not include a
+    request ID" through it and lost a 529's `Retry-After`; the SDK's own headers were not passed
+    upstream; and a transient 529 was written to the cassette, to be replayed for ever."""
+    seen: list[dict[str, str]] = []
+    busy = FastAPI()
+
+    @busy.post("/v1/systemone")
+    async def overloaded(request: Request) -> JSONResponse:
+        seen.append(dict(request.headers))
+        body = {"detail": {"error_type": "overloaded_error", "message": "busy"}}
+        headers = {"retry-after": "7", "x-typesafe-request-id": "up-42", "x-request-id": "up-42"}
+        return JSONResponse(body, status_code=529, headers=headers)
+
+    cassette = tmp_path / "c.jsonl"
+    sdk_headers = {"x-typesafe-sdk": "python/0.7.5", "x-typesafe-retry-count": "1", "typesafe-danger-zone-images": "1"}
+    with BackgroundServer(busy) as server, BackgroundServer(create_record_app(server.base_url, cassette)) as proxy:
+        answer = httpx.post(proxy.base_url + "/v1/systemone", json=REQUEST, headers=sdk_headers)
+    assert answer.status_code == 529
+    assert answer.headers["retry-after"] == "7"
+    assert answer.headers["x-typesafe-request-id"] == "up-42" and answer.headers["x-request-id"] == "up-42"
+    assert {name: seen[0].get(name) for name in sdk_headers} == sdk_headers
+    assert not cassette.exists() or read_cassette(cassette) == []

@@ -38,8 +38,22 @@ log = logging.getLogger("decisiond.record")
 #: The server's default ceilings, used when decoding a body to record it.
 _MAX_BODY_BYTES: int = Settings.model_fields["max_body_bytes"].default
 _MAX_PARTS: int = Settings.model_fields["max_images"].default + 1
-#: Request headers passed on to the upstream (besides the key); everything else stays here.
-FORWARDED_HEADERS = ("content-type", "content-encoding", "accept", "user-agent", "x-request-id")
+#: Request headers passed on to the upstream (besides the key); everything else stays here. The
+#: official SDKs' own headers go too: the upstream may read them (``TypeSafe-Danger-Zone-Images``).
+FORWARDED_HEADERS = (
+    "content-type",
+    "content-encoding",
+    "accept",
+    "user-agent",
+    "x-request-id",
+    "x-typesafe-sdk",
+    "x-typesafe-runtime",
+    "x-typesafe-retry-count",
+    "typesafe-danger-zone-images",
+)
+#: Response headers passed back to the caller besides the content type: the request id the
+#: official SDKs read, and ``Retry-After``, which they wait before retrying a 529 or 503.
+RETURNED_HEADERS = ("x-request-id", "x-typesafe-request-id", "retry-after")
 
 
 def _upstream_error(url: str, exc: Exception) -> JSONResponse:
@@ -90,8 +104,8 @@ def create_record_app(
             return _upstream_error(url, exc)
         content_type = answer.headers.get("content-type", "application/json")
         record(writer, route, body, answer, request.headers)
-        passed = {"retry-after": answer.headers["retry-after"]} if "retry-after" in answer.headers else None
-        return Response(answer.content, status_code=answer.status_code, media_type=content_type, headers=passed)
+        returned = {name: answer.headers[name] for name in RETURNED_HEADERS if name in answer.headers}
+        return Response(answer.content, status_code=answer.status_code, media_type=content_type, headers=returned)
 
     @app.post(SYSTEMONE_ROUTE)
     async def decide(request: Request) -> Response:
@@ -124,11 +138,12 @@ def outgoing_headers(incoming: Mapping[str, str], api_key: str | None) -> dict[s
 def record(
     writer: CassetteWriter, route: str, body: bytes | None, answer: httpx.Response, incoming: Mapping[str, str]
 ) -> None:
-    """Append one exchange to the cassette; log and skip what cannot be keyed (never the headers)."""
-    content_type = answer.headers.get("content-type", "application/json")
+    """Append one exchange to the cassette; log and skip what cannot be keyed (never the headers),
+    and a 5xx: an overload or a fault is transient, and a cassette would replay it for ever."""
     if answer.status_code >= 500:
-        log.warning("not recorded: %s answered %d, a fault rather than an answer", route, answer.status_code)
+        log.warning("not recorded: %s %d is a transient upstream failure", route, answer.status_code)
         return
+    content_type = answer.headers.get("content-type", "application/json")
     try:
         if body is not None:
             body = _as_json(body, incoming)
