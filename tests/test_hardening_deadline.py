@@ -41,7 +41,7 @@ def test_a_request_stuck_before_the_queue_is_answered_at_its_deadline() -> None:
     (the thread pool, tokenising) did not count: --request-timeout-s 1 answered after 16 s."""
     backend = SlowPrepare()
     status, text, still_held = _post_once(backend, backend.release)
-    assert status == 503 and "1 s" in text
+    assert status == 529 and "1 s" in text
     assert still_held, "the answer came only after the stuck stage let go"
 
 
@@ -49,5 +49,5 @@ def test_a_request_stuck_in_the_model_is_answered_at_its_deadline() -> None:
     """The same deadline holds while the model thread runs a batch that does not end."""
     backend = GatedFake()
     status, text, still_held = _post_once(backend, backend.gate)
-    assert status == 503 and "1 s" in text
+    assert status == 529 and "1 s" in text
     assert still_held
