@@ -30,7 +30,7 @@ import io
 import re
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -137,6 +137,44 @@ def collect(images: list[Any] | None, assets: dict[str, Any] | None, limits: Med
     if len(found) > limits.max_images:
         raise ApiUsageError(f"the request carries {len(found)} images; the limit is {limits.max_images}")
     return found
+
+
+def strings_of(value: Any) -> Iterator[str]:
+    """Every string inside a JSON value: strings, object keys and values, list items (pure)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from strings_of(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from strings_of(item)
+
+
+def check_placeholders(assets: dict[str, Any] | None, texts: Iterable[str]) -> None:
+    """Every asset's placeholder must appear in a text the model reads (the state, an instruction, a
+    criterion), where the image belongs (spec/wire.md §2, §8); an asset no text refers to would be
+    read nowhere, and a server never silently drops media.
+
+    Args:
+        assets (dict[str, Any] | None): the request's ``assets``, keyed by placeholder.
+        texts (Iterable[str]): every string of the state and the questions (see :func:`strings_of`).
+
+    Raises:
+        ApiUsageError: an empty placeholder, or one that appears in no text, named.
+    """
+    if not assets:
+        return
+    texts = list(texts)
+    for index, placeholder in enumerate(assets):
+        if not placeholder:
+            raise ApiUsageError(f"asset {index} has an empty placeholder; name it, and put the name where the image is")
+        if not any(placeholder in text for text in texts):
+            raise ApiUsageError(
+                f"asset {placeholder[:40]!r} is not referenced: put its placeholder in the state, an instruction or a "
+                "criterion, where the image belongs"
+            )
 
 
 def image_names(images: list[Any] | None, assets: dict[str, Any] | None) -> tuple[str | None, ...]:

@@ -28,7 +28,7 @@ from .engine import Engine, Ticket
 from .errors import ApiUsageError, ClientGone, Overloaded
 from .limits import check_text_chars
 from .manifest import Manifest
-from .media import DecodeGate, MediaLimits, decode_all, image_names
+from .media import DecodeGate, MediaLimits, check_placeholders, decode_all, image_names, strings_of
 from .model_names import name_table
 from .readout import Readout
 from .render import to_questions
@@ -265,9 +265,9 @@ class Service:
         :meth:`_inline` says it is only rendering.
 
         Raises:
-            ApiUsageError: the text is over ``max_text_chars``; an image is refused (see
-                :mod:`decisiond.media`), or a box question is not about exactly one image (see
-                :mod:`decisiond.box_images`).
+            ApiUsageError: the text is over ``max_text_chars``; an image is refused or an asset's
+                placeholder is referenced by no text (see :mod:`decisiond.media`); or a box question
+                is not about exactly one image (see :mod:`decisiond.box_images`).
             MaxTokensExceeded: over a token budget.
         """
         names = image_names(request.images, request.assets)
@@ -278,6 +278,8 @@ class Service:
         if "image" in served.backend.modalities:
             side = served.backend.image_side
             images = decode_all(request.images, request.assets, self.media_limits(), self.decodes, side=side)
+            texts = strings_of([request.state, [q.model_dump(exclude={"type"}) for q in request.questions.values()]])
+            check_placeholders(request.assets, texts)  # an image no text refers to would be read nowhere
         return served.backend.prepare(replace(text, images=images))
 
     @staticmethod

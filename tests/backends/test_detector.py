@@ -176,11 +176,12 @@ async def test_exif_orientation_turns_the_picture_before_the_box_is_located(
 async def test_a_box_is_about_the_image_its_instructions_name(client: httpx.AsyncClient) -> None:
     a, b = png(noise((40, 24), 4)), png(noise((30, 30), 5))
     named = {"where": {"type": "box", "instructions": "<b> a dog"}, "dog": QUESTIONS["dog"]}
-    both = await ask(client, named, assets={"<a>": asset(a), "<b>": asset(b)})
-    only_b = await ask(client, {"where": QUESTIONS["where"]}, assets={"<b>": asset(b)})
+    both = await ask(client, named, assets={"<photo>": asset(a), "<b>": asset(b)})  # each placeholder referenced
+    only_b = await ask(client, {"where": QUESTIONS["where"]}, assets={"<photo>": asset(b)})
     assert both["where"] == only_b["where"]  # the placeholder is not part of the query text
     # a noul about several images: the best candidate over all of them
-    nouls = [(await ask(client, {"dog": QUESTIONS["dog"]}, assets={"<x>": asset(x)}))["dog"]["noul"] for x in (a, b)]
+    alone = [await ask(client, {"dog": QUESTIONS["dog"]}, assets={"<photo>": asset(x)}) for x in (a, b)]
+    nouls = [answers["dog"]["noul"] for answers in alone]
     assert both["dog"]["noul"] == max(nouls)
 
 
