@@ -106,3 +106,14 @@ def test_health_without_a_key_shows_only_the_status_in_replay_mode(tmp_path: Pat
     assert anonymous["health_body"] == {"status": "ok"}
     authenticated = _replay_calls(tmp_path, "strict", {"authorization": f"Bearer {KEY}"})
     assert authenticated["health_body"]["entries"] == 1
+
+
+def test_open_paths_are_open_under_a_route_prefix() -> None:
+    """Bug: behind Ray Serve's route prefix the scope's path is ``/prefix/health``, so ``/health``
+    asked for a key; the open paths are matched on the path inside the app (``root_path`` off)."""
+    from decisiond.auth import route_path
+
+    assert route_path({"path": "/locked/health", "root_path": "/locked"}) == "/health"
+    assert route_path({"path": "/locked", "root_path": "/locked"}) == "/"
+    assert route_path({"path": "/health", "root_path": ""}) == "/health"
+    assert route_path({"path": "/v1/systemone"}) == "/v1/systemone"

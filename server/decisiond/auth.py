@@ -86,11 +86,21 @@ class AuthMiddleware:
         header = next((value for name, value in scope.get("headers") or [] if name == b"authorization"), None)
         refusal = check_header(header, self.keys)
         scope.setdefault("state", {})["authenticated"] = refusal is None
-        if refusal is not None and scope.get("path") not in OPEN_PATHS:
+        if refusal is not None and route_path(scope) not in OPEN_PATHS:
             body = refusal.body()
             await JSONResponse(body, status_code=refusal.status, headers=refusal.headers)(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+def route_path(scope: Scope) -> str:
+    """The request's path inside the app: ``root_path`` taken off (an app mounted under a prefix, as
+    Ray Serve's route prefixes mount it, sees ``/prefix/health`` for its ``/health``)."""
+    path: str = scope.get("path", "")
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        return path[len(root) :] or "/"
+    return path
 
 
 def authenticated(scope: Scope) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..backends import BackendInfo
+from ..backends import BackendInfo, backend_class
 from ..config import Settings
 from ..engine import EngineStats
 from ..errors import DecisionError, InternalError, Overloaded
@@ -83,11 +83,19 @@ class RemoteBackend:
         """The backend's name."""
         return self.manifest.backend
 
+    @property
+    def question_types(self) -> frozenset[str]:
+        """The question types the model answers: its backend class's (the ingress loads no model)."""
+        return backend_class(self.manifest.backend).question_types
+
     def info(self) -> BackendInfo:
         """A replica's report, or the manifest's fields before any replica has answered."""
         if self.reported is not None:
             return self.reported
-        return BackendInfo(self.manifest.backend, "ray", str(self.manifest.dtype or "auto"), 0, tuple(self.modalities))
+        dtype = str(self.manifest.dtype or "auto")
+        return BackendInfo(
+            self.manifest.backend, "ray", dtype, 0, tuple(self.modalities), tuple(sorted(self.question_types))
+        )
 
     def cache_stats(self) -> dict[str, dict[str, int]]:
         """Caches live in the replicas; the ingress holds none."""
