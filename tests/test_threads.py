@@ -93,16 +93,20 @@ def test_the_flag_wins_then_the_users_omp_num_threads() -> None:
 
 
 def test_the_cli_sets_the_openmp_wait_policy_before_torch_is_imported() -> None:
-    """A fresh interpreter running the CLI's entry must have PASSIVE in the environment when torch
-    loads (libgomp reads it once), and must keep a value the user set."""
+    """A fresh interpreter running the CLI's entry must have the short spin in the environment when
+    torch loads (libgomp reads it once), must keep a value the user set, and must set no spin count
+    beside a wait policy the user chose (GOMP_SPINCOUNT would override it)."""
     code = (
         "import os, sys\n"
         "from decisiond import cli\n"
         "assert 'torch' not in sys.modules, 'the CLI imported torch before choosing the thread policy'\n"
         "from decisiond.config import quiet_openmp_env\n"
         "assert quiet_openmp_env()\n"
-        "print(os.environ['OMP_WAIT_POLICY'], os.environ['KMP_BLOCKTIME'])\n"
+        "print(os.environ.get('GOMP_SPINCOUNT', '-'), os.environ['KMP_BLOCKTIME'])\n"
     )
     env = {"PATH": "/usr/bin:/bin", "KMP_BLOCKTIME": "7"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["PASSIVE", "7"]
+    assert out.stdout.split() == ["20000", "7"]
+    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["-", "7"]

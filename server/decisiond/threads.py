@@ -14,8 +14,9 @@ threads steal the time the event loop needs. decisiond therefore chooses, before
   with waiting threads asleep, 2 threads beat 1 in every column, quiet or contended);
   ``--threads N`` (``DECISIOND_THREADS``) overrides, and an ``OMP_NUM_THREADS`` the user set is kept;
 - inter-op threads: 1 (the model thread runs one graph at a time; nothing forks);
-- OpenMP threads sleep when they wait (``OMP_WAIT_POLICY=PASSIVE``, ``KMP_BLOCKTIME=0`` for
-  Intel's runtime), unless the user set those variables.
+- a waiting OpenMP thread spins briefly, then sleeps (``GOMP_SPINCOUNT=20000`` for libgomp instead
+  of its 300,000; ``KMP_BLOCKTIME=0`` for Intel's runtime), unless the user set those variables or
+  ``OMP_WAIT_POLICY`` (see :data:`decisiond.config.OPENMP_DEFAULTS` for the measurement).
 
 Pure functions (:func:`usable_cpus`, :func:`cgroup_cpu_limit`, :func:`choose`) take their files
 as arguments, so tests feed them fake cgroup trees; :func:`apply` touches torch.
@@ -45,7 +46,7 @@ class ThreadPolicy:
         cpus (float): CPUs this process may use (affinity and cgroup quota; a quota may be fractional).
         intra_op (int): torch intra-op threads (``torch.set_num_threads``).
         inter_op (int): torch inter-op threads (``torch.set_num_interop_threads``).
-        wait_policy (str): the OpenMP wait policy in effect (``PASSIVE``: waiting threads sleep).
+        wait_policy (str): how waiting OpenMP threads behave (:func:`wait_policy`).
         source (str): where ``intra_op`` came from: ``auto``, ``--threads`` or ``OMP_NUM_THREADS``.
     """
 
@@ -204,10 +205,20 @@ def apply(threads: int | None = None) -> ThreadPolicy:
         cpus=round(cpus, 2),
         intra_op=torch.get_num_threads(),
         inter_op=torch.get_num_interop_threads(),
-        wait_policy=env.get("OMP_WAIT_POLICY") or "default",
+        wait_policy=wait_policy(env),
         source=source,
     )
     return _applied
+
+
+def wait_policy(env: dict[str, str]) -> str:
+    """How waiting OpenMP threads behave under ``env``: the user's ``OMP_WAIT_POLICY``, else
+    ``spin N, then sleep`` (``GOMP_SPINCOUNT``), else ``default``."""
+    if env.get("OMP_WAIT_POLICY"):
+        return env["OMP_WAIT_POLICY"]
+    if env.get("GOMP_SPINCOUNT"):
+        return f"spin {env['GOMP_SPINCOUNT']}, then sleep"
+    return "default"
 
 
 def applied() -> ThreadPolicy | None:
