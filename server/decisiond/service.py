@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from anyio import to_thread
 
@@ -35,6 +35,8 @@ from .render import to_questions
 from .wire import DecisionRequest, check_request_limits
 
 log = logging.getLogger("decisiond.service")
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -143,31 +145,52 @@ def start_engine(backend: Backend, settings: Settings) -> Engine:
     ).start()
 
 
-async def wait_for_readout(future: Future[Readout], client_gone: Callable[[], Awaitable[Any]] | None) -> Readout:
-    """Await the engine's answer; cancel the queued work if the client goes away first.
+async def until_answered(
+    answer: Awaitable[T], client_gone: Callable[[], Awaitable[Any]] | None, cancel: Callable[[], object]
+) -> T:
+    """Await ``answer``; if the client goes away first, ``cancel`` the work behind it.
 
     Args:
-        future (Future[Readout]): the engine's ticket.
+        answer (Awaitable): the engine's ticket (wrapped) or a Ray replica's response.
         client_gone (Callable, optional): a coroutine function that returns once the client has
             gone (the app's waits for the ASGI ``http.disconnect`` message). It runs beside the
             wait, as one task: nothing is polled.
+        cancel (Callable): drops the work (a no-op once it runs; its answer is then dropped).
 
     Raises:
-        ClientGone: the client disconnected before the model ran the request.
+        ClientGone: the client disconnected before the request was answered.
     """
-    wrapped = asyncio.wrap_future(future)
+    task = asyncio.ensure_future(answer)
     if client_gone is None:
-        return await wrapped
+        return await task
     watcher = asyncio.ensure_future(client_gone())
     try:
-        await asyncio.wait((wrapped, watcher), return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
     finally:
         watcher.cancel()
-    if wrapped.done() or watcher.cancelled() or watcher.exception() is not None:
-        return await wrapped  # answered, or the watch itself failed: the answer still comes
-    future.cancel()  # a no-op once the model thread has taken it; then the answer is dropped
-    wrapped.cancel()
-    raise ClientGone("the client disconnected while the request was queued")
+    if task.done() or watcher.cancelled() or watcher.exception() is not None:
+        return await task  # answered, or the watch itself failed: the answer still comes
+    cancel()
+    task.cancel()
+    raise ClientGone("the client disconnected before the request was answered")
+
+
+async def wait_for_readout(future: Future[Readout], client_gone: Callable[[], Awaitable[Any]] | None) -> Readout:
+    """Await the engine's answer; cancel the queued work if the client goes away first
+    (:func:`until_answered`)."""
+    return await until_answered(asyncio.wrap_future(future), client_gone, future.cancel)
+
+
+def deadline_of(arrived: float | None, timeout_s: float) -> float:
+    """The ``time.monotonic()`` second by which a request must be answered: ``timeout_s`` after it
+    arrived (now, when unknown), whatever it waits on."""
+    return (time.monotonic() if arrived is None else arrived) + timeout_s
+
+
+def past_deadline(timeout_s: float, retry_after_s: int | None = None) -> Overloaded:
+    """The 529 for a request not answered within ``timeout_s`` of its arrival."""
+    message = f"the request waited over {timeout_s:g} s since it arrived; retry later"
+    return Overloaded(message) if retry_after_s is None else Overloaded(message, retry_after_s=retry_after_s)
 
 
 #: A text state up to this many characters is rendered on the event loop for a backend whose
@@ -345,7 +368,7 @@ class Service:
         Raises:
             MaxTokensExceeded, ApiUsageError, Overloaded, Unavailable, InternalError: as :meth:`decide`.
         """
-        deadline = (time.monotonic() if arrived is None else arrived) + self.settings.request_timeout_s
+        deadline = deadline_of(arrived, self.settings.request_timeout_s)
         ticket: Future[Readout] | None = None
         try:
             async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
@@ -360,9 +383,7 @@ class Service:
         except TimeoutError:
             if ticket is not None:
                 ticket.cancel()  # a no-op once the model thread runs it; its answer is then dropped
-            raise Overloaded(
-                f"the request waited over {self.settings.request_timeout_s:g} s since it arrived; retry later"
-            ) from None
+            raise past_deadline(self.settings.request_timeout_s) from None
         assert isinstance(ticket, Ticket)
         work = prepared.work
         done = time.perf_counter()

@@ -23,7 +23,7 @@ from ..config import Settings
 from ..engine import EngineStats
 from ..errors import DecisionError, InternalError, Overloaded
 from ..manifest import Manifest
-from ..service import Decision, ServedModel, Service
+from ..service import Decision, ServedModel, Service, deadline_of, past_deadline, until_answered
 from ..wire import DecisionRequest
 
 log = logging.getLogger("decisiond.ray")
@@ -171,15 +171,14 @@ class RayService(Service):
         """
         refused, gone = _ray_errors()
         response = self.handles[served.name].decide.remote(request)
-        deadline = (time.monotonic() if arrived is None else arrived) + self.settings.request_timeout_s
+        deadline = deadline_of(arrived, self.settings.request_timeout_s)
         try:
             try:
                 async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                    outcome = await _await(response, client_gone)
+                    outcome = await until_answered(response, client_gone, response.cancel)
             except TimeoutError:
                 response.cancel()
-                waited = f"the request waited over {self.settings.request_timeout_s:g} s since it arrived; retry later"
-                raise Overloaded(waited, retry_after_s=RETRY_AFTER_S) from None
+                raise past_deadline(self.settings.request_timeout_s, RETRY_AFTER_S) from None
         except refused:
             busy = f"every replica of {served.name} is busy or starting; retry shortly"
             raise Overloaded(busy, retry_after_s=RETRY_AFTER_S) from None
@@ -197,23 +196,3 @@ class RayService(Service):
         decision.timings_ms["total"] = (time.perf_counter() - started) * 1000.0
         decision.body["x_latency_ms"] = round(decision.timings_ms["total"], 2)
         return decision
-
-
-async def _await(response: Any, client_gone: Callable[[], Awaitable[Any]] | None) -> Any:
-    """A ``DeploymentResponse``'s result; cancelled (and :class:`ClientGone` raised) when the client
-    disconnects first (``client_gone`` returns then, as in :func:`decisiond.service.wait_for_readout`)."""
-    from ..errors import ClientGone
-
-    task = asyncio.ensure_future(response)  # a DeploymentResponse is awaitable
-    if client_gone is None:
-        return await task
-    watcher = asyncio.ensure_future(client_gone())
-    try:
-        await asyncio.wait((task, watcher), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        watcher.cancel()
-    if task.done() or watcher.cancelled() or watcher.exception() is not None:
-        return await task
-    response.cancel()
-    task.cancel()
-    raise ClientGone("the client disconnected while a replica held the request")
