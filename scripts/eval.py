@@ -46,8 +46,16 @@ def cross_validated(reading: Reading) -> list[torch.Tensor]:
     for held in (0, 1):
         train = [k for k, i in enumerate(reading.items) if fold[_state_key(i)] != held]
         test = [k for k, i in enumerate(reading.items) if fold[_state_key(i)] == held]
-        calibration = fit([reading.items[k] for k in train], [reading.logits[k] for k in train])
-        sub = Reading([reading.items[k] for k in test], [reading.logits[k] for k in test], 0.0)
+        flips = reading.flips()
+        calibration = fit(
+            [reading.items[k] for k in train], [reading.logits[k] for k in train], [flips[k] for k in train]
+        )
+        sub = Reading(
+            [reading.items[k] for k in test],
+            [reading.logits[k] for k in test],
+            0.0,
+            complemented=[flips[k] for k in test],
+        )
         for k, p in zip(test, probabilities(sub, calibration), strict=True):
             out[k] = p
     return [p for p in out if p is not None]
@@ -85,7 +93,7 @@ def evaluate(name: str, args: argparse.Namespace) -> dict[str, object]:
         "as_served": {k: m.as_dict() for k, m in by_type(items, as_served).items()},
         "calibrated_cv": {k: m.as_dict() for k, m in by_type(items, calibrated).items()},
         "relations": relations(items, as_served),
-        "calibration_fit_all": fit(items, reading.logits).model_dump(),
+        "calibration_fit_all": fit(items, reading.logits, reading.complemented).model_dump(),
     }
 
 

@@ -96,6 +96,41 @@ def test_apply_folds_temperature_and_offset_into_the_readout() -> None:
     assert torch.equal(same, logits) and same_t == [0.05, 0.05]
 
 
+def test_a_complemented_noul_takes_the_offset_on_its_false_side() -> None:
+    """A negated noul answered as the complement of its affirmative (its logits swapped) keeps summing to 1
+    with its affirmative under an offset; read as an ordinary noul, the pair would not."""
+    sides = (Option("false", None), Option("true", None))
+    plain, negated = Question("noul", "Is it late?", sides), Question("noul", "Is it not late?", sides)
+    logits = torch.tensor([0.0, 0.4, 0.4, 0.0])  # the affirmative's reading, then the same swapped
+    calibration = Calibration(noul=0.5, noul_offset=-0.9)
+    shifted, temps = calibration.apply(logits, [plain, negated], [1.0, 1.0], [False, True])
+    yes = [p[1] for p in read(shifted, [2, 2], temps).probabilities]
+    assert yes[0] + yes[1] == pytest.approx(1.0, abs=1e-6)
+    assert yes[0] == pytest.approx(1 / (1 + math.exp(-(0.4 / 0.5 - 0.9))), abs=1e-6)
+    naive, naive_t = calibration.apply(logits, [plain, negated], [1.0, 1.0])
+    naive_yes = [p[1] for p in read(naive, [2, 2], naive_t).probabilities]
+    assert abs(naive_yes[0] + naive_yes[1] - 1.0) > 0.3  # what the offset did to such pairs before
+
+
+def test_fit_reads_a_complemented_noul_as_the_question_the_model_read() -> None:
+    """Complemented nouls (logits and labels those of their affirmative, flipped) fit the same offset as
+    their affirmatives alone."""
+    generator = torch.Generator().manual_seed(3)
+    noul = Question("noul", "x?", (Option("false", None), Option("true", None)))
+    items, logits = [], []
+    for i in range(3000):
+        margin = float(torch.randn((), generator=generator) * 3)
+        label = int(torch.bernoulli(torch.sigmoid(torch.tensor(margin / 2.0 - 0.7)), generator=generator))
+        items.append(Item(str(i), "", "s", noul, label, None))
+        logits.append(torch.tensor([0.0, margin]))
+    alone = fit(items, logits)
+    flipped = [Item(f"n{i.id}", "", "s", noul, 1 - i.label, None) for i in items]
+    both = fit(items + flipped, logits + [z.flip(0) for z in logits], [False] * len(items) + [True] * len(items))
+    assert both.noul == pytest.approx(alone.noul, rel=1e-3)
+    assert both.noul_offset == pytest.approx(alone.noul_offset, abs=1e-3)
+    assert abs(alone.noul_offset + 0.7) < 0.15
+
+
 def test_write_calibration_replaces_the_table_and_reads_back(tmp_path: Path) -> None:
     manifest = tmp_path / "m.toml"
     manifest.write_text('name = "m"\nbackend = "bi_encoder"\n[weights]\npath = "."\n', encoding="utf-8")

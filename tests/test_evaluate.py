@@ -83,3 +83,11 @@ def test_probabilities_apply_the_calibration_as_the_server_does(tmp_path: Path) 
     reading = Reading(items, [torch.tensor([0.0, 2.0])], 0.0)
     (p,) = probabilities(reading, Calibration(noul=2.0, noul_offset=-1.0))
     assert float(p[1]) == pytest.approx(0.5)
+
+
+def test_probabilities_take_a_complemented_nouls_offset_on_its_false_side(tmp_path: Path) -> None:
+    rows = [{"state": "s", "question": {"type": "noul", "instructions": "x?"}, "expected": True}] * 2
+    items = read_items(write(tmp_path / "p.jsonl", rows))
+    reading = Reading(items, [torch.tensor([0.0, 0.6]), torch.tensor([0.6, 0.0])], 0.0, complemented=[False, True])
+    plain, negated = probabilities(reading, Calibration(noul=2.0, noul_offset=-1.0))
+    assert float(plain[1] + negated[1]) == pytest.approx(1.0, abs=1e-6)

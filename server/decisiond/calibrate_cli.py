@@ -43,10 +43,13 @@ def add_calibrate_parser(sub: Any) -> None:
     parser.add_argument("--dry-run", action="store_true", help="print the fit, leave the manifest unchanged")
 
 
-def fit(items: list[Any], logits: list[torch.Tensor]) -> Calibration:
+def fit(items: list[Any], logits: list[torch.Tensor], complemented: list[bool] | None = None) -> Calibration:
     """A :class:`Calibration` fitted on base logits (see :func:`decisiond.evaluate.read_logits`).
 
-    Types without examples keep the identity.
+    A noul the backend answered as a complement (``complemented``, per item) is fitted as the question
+    the model read: its margin and label both flipped, so the offset stays the model's and the pair
+    "Is X?"/"Is X not?" still sums to 1 (:meth:`Calibration.apply`). Types without examples keep the
+    identity.
     """
     import torch  # lazily: the CLI must not import torch before its thread policy
 
@@ -55,7 +58,12 @@ def fit(items: list[Any], logits: list[torch.Tensor]) -> Calibration:
         chosen = [(z, i.label) for i, z in zip(items, logits, strict=True) if i.question.kind == kind]
         if chosen:
             values[kind] = fit_temperature([z for z, _ in chosen], [label for _, label in chosen])
-    nouls = [(z, i.label) for i, z in zip(items, logits, strict=True) if i.question.kind == "noul"]
+    flips = complemented or [False] * len(items)
+    nouls = [
+        (-z if flip else z, 1 - i.label if flip else i.label)
+        for i, z, flip in zip(items, logits, flips, strict=True)
+        if i.question.kind == "noul"
+    ]
     if nouls:
         margins = torch.stack([z[1] - z[0] for z, _ in nouls])
         slope, offset = fit_platt(margins, torch.tensor([label for _, label in nouls]))
@@ -156,7 +164,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         return 2
     reading = read_logits(backend, items)
     before = probabilities(reading, manifest.calibration)
-    fitted = fit(items, reading.logits)
+    fitted = fit(items, reading.logits, reading.complemented)
     after = probabilities(reading, fitted)
     print(report(manifest.name, reading.seconds, items, before, after, fitted))  # noqa: T201
     if args.plot:

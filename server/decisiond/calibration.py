@@ -5,6 +5,9 @@ offset for nouls. They act on the logits as the backend reads them, after the ba
 temperature ``T_b``: a choice or score is ``softmax(l / (T_b · T_type))``; a noul is
 ``p(true) = sigmoid((l_true − l_false) / (T_b · T_noul) + noul_offset)`` (Platt scaling,
 Platt 1999; temperature scaling, Guo et al. 2017). The identity (all 1, offset 0) changes nothing.
+A noul the backend answers as the complement of its affirmative (``Backend.complements``) takes the
+offset on its false side, ``p(true) = sigmoid((l_true − l_false) / T − noul_offset)``: the offset
+belongs to the question the model read, so "Is X?" and "Is X not?" still sum to 1.
 
 :func:`fit_temperature` and :func:`fit_platt` minimise the negative log-likelihood of the labels
 with torch's LBFGS on plain tensors; :func:`ece` and :func:`brier` are the usual reliability
@@ -47,7 +50,11 @@ class Calibration(BaseModel):
         return float(getattr(self, kind))
 
     def apply(
-        self, logits: torch.Tensor, questions: Sequence[Question], temperatures: Sequence[float]
+        self,
+        logits: torch.Tensor,
+        questions: Sequence[Question],
+        temperatures: Sequence[float],
+        complemented: Sequence[bool] | None = None,
     ) -> tuple[torch.Tensor, list[float]]:
         """Fold the calibration into a batch's logits and temperatures for :func:`decisiond.readout.read`.
 
@@ -55,21 +62,24 @@ class Calibration(BaseModel):
             logits: ``[N]`` slot logits, question after question (a noul's slots: false, true).
             questions: the ``Q`` questions.
             temperatures: ``Q`` backend temperatures.
+            complemented: per question, whether the backend answered it as the complement of its
+                affirmative (``Backend.complements``); its offset then goes to the false slot.
 
         Returns:
-            tuple: ``[N]`` logits (each noul's true slot raised by ``noul_offset · T``) and ``Q``
-            temperatures ``T = T_b · T_type``.
+            tuple: ``[N]`` logits (each noul's true slot raised by ``noul_offset · T``, or a
+            complemented noul's false slot) and ``Q`` temperatures ``T = T_b · T_type``.
         """
         import torch  # lazily: the CLI must not import torch before its thread policy
 
         scaled = [t * self.temperature(q.kind) for q, t in zip(questions, temperatures, strict=True)]
         if self.noul_offset == 0.0:
             return logits, scaled
+        flipped = complemented if complemented is not None else [False] * len(questions)
         shift = torch.zeros(logits.shape[0], dtype=torch.float32)
         start = 0
-        for question, t in zip(questions, scaled, strict=True):
+        for question, t, flip in zip(questions, scaled, flipped, strict=True):
             if question.kind == "noul":
-                shift[start + 1] = self.noul_offset * t
+                shift[start + (0 if flip else 1)] = self.noul_offset * t
             start += question.size
         return logits.float() + shift.to(logits.device), scaled
 

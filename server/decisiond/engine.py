@@ -99,7 +99,9 @@ def read_output(backend: Backend, questions: Sequence[Question], output: torch.T
     if logits.numel() != expected:
         raise RuntimeError(f"the backend gave {logits.numel()} logits for {expected} slots")
     # the manifest's calibration (decisiond calibrate) scales each type's temperature and shifts nouls
-    logits, temperatures = backend.calibration.apply(logits, slots, [backend.temperature(q.kind) for q in slots])
+    calibration = backend.calibration
+    complemented = [backend.complements(q) for q in slots] if calibration.noul_offset else None
+    logits, temperatures = calibration.apply(logits, slots, [backend.temperature(q.kind) for q in slots], complemented)
     readout = read(logits, [q.size for q in slots], temperatures)
     if len(slots) == len(questions):
         return readout

@@ -76,12 +76,21 @@ def read_items(path: Path) -> list[Item]:
 
 @dataclass
 class Reading:
-    """The model's base logits (divided by the backend temperature) for each item, and timing."""
+    """The model's base logits (divided by the backend temperature) for each item, and timing.
+
+    ``complemented`` holds, per item, whether the backend answered it as the complement of its
+    affirmative (``Backend.complements``; empty: none was): the noul offset then acts on its false side.
+    """
 
     items: list[Item]
     logits: list[torch.Tensor]
     seconds: float
     warnings: int = 0
+    complemented: list[bool] = field(default_factory=list)
+
+    def flips(self) -> list[bool]:
+        """``complemented``, or all False when the reading has none."""
+        return self.complemented or [False] * len(self.items)
 
 
 def read_logits(backend: Backend, items: Sequence[Item], *, progress: bool = True) -> Reading:
@@ -110,16 +119,18 @@ def read_logits(backend: Backend, items: Sequence[Item], *, progress: bool = Tru
         for i, question in zip(indices, questions, strict=True):
             out[i] = logits[start : start + question.size] / backend.temperature(question.kind)
             start += question.size
-    return Reading(list(items), [x for x in out if x is not None], time.perf_counter() - started, warnings)
+    seconds = time.perf_counter() - started
+    complemented = [backend.complements(item.question) for item in items]
+    return Reading(list(items), [x for x in out if x is not None], seconds, warnings, complemented)
 
 
 def probabilities(reading: Reading, calibration: Calibration) -> list[torch.Tensor]:
     """Each item's distribution under ``calibration`` (as the server would answer)."""
     out = []
-    for item, z in zip(reading.items, reading.logits, strict=True):
+    for item, z, flip in zip(reading.items, reading.logits, reading.flips(), strict=True):
         t = calibration.temperature(item.question.kind)
         if item.question.kind == "noul":
-            p_true = torch.sigmoid((z[1] - z[0]) / t + calibration.noul_offset)
+            p_true = torch.sigmoid((z[1] - z[0]) / t + (-1 if flip else 1) * calibration.noul_offset)
             out.append(torch.stack([1 - p_true, p_true]))
         else:
             out.append(torch.softmax(z / t, dim=0))

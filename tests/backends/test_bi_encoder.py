@@ -141,6 +141,32 @@ async def test_a_noul_and_its_negation_sum_to_one(minilm_client: httpx.AsyncClie
     assert answers["plain"]["noul"] + answers["negated"]["noul"] == pytest.approx(1.0, abs=2e-4)
 
 
+def test_a_noul_and_its_negation_sum_to_one_under_a_calibration_offset(minilm_service: Service) -> None:
+    """What `decisiond calibrate` writes (an offset) keeps a statement noul and its negation summing to 1:
+    the offset goes to the side of the statement the model read."""
+    from decisiond.calibration import Calibration
+    from decisiond.engine import read_output
+
+    backend = minilm_service.default.backend
+    sides = (Option("false", None), Option("true", None))
+    one_sided = (Option("false", None), Option("true", "The customer wants money back"))
+    questions = (
+        Question("noul", "Is the customer asking for a refund?", sides),
+        Question("noul", "Is the customer not asking for a refund?", sides),
+        Question("noul", "Does the ticket want a refund?", one_sided),
+        Question("noul", "Does the ticket not want a refund?", one_sided),
+    )
+    assert [backend.complements(q) for q in questions] == [False, True, False, True]
+    logits = backend.forward([backend.prepare(Work(TICKET, questions))])
+    saved, backend.calibration = backend.calibration, Calibration(noul=0.7, noul_offset=-1.2)
+    try:
+        yes = [p[1] for p in read_output(backend, questions, logits).probabilities]
+    finally:
+        backend.calibration = saved
+    assert yes[0] + yes[1] == pytest.approx(1.0, abs=1e-5)
+    assert yes[2] + yes[3] == pytest.approx(1.0, abs=1e-5)
+
+
 async def test_a_one_sided_noul_and_its_negation_sum_to_one(minilm_client: httpx.AsyncClient) -> None:
     negated = {**URGENT, "instructions": "Does the ticket not communicate time pressure?"}
     answers = (await ask(minilm_client, {"plain": URGENT, "negated": negated}))["answers"]

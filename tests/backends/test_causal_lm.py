@@ -290,3 +290,20 @@ def test_negation_complement_answers_a_negated_noul_as_one_minus_its_positive(ti
     as_asked = _backend(tiny)
     alone = as_asked.forward([as_asked.prepare(Work("The train left at 9.", (plain,)))])
     assert torch.allclose(logits[:2], alone, atol=1e-4)  # the positive question is read as before
+    assert [complement.complements(q) for q in (plain, negated)] == [False, True]
+    assert not as_asked.complements(negated)
+
+
+def test_negation_complement_still_sums_to_one_under_a_calibration_offset(tiny: Path) -> None:
+    """The served answer (the engine's readout with the manifest's calibration): the noul offset is the
+    positive question's, so a question and its negation sum to 1 whatever the offset."""
+    from decisiond.calibration import Calibration
+    from decisiond.engine import read_output
+
+    sides = (Option("false", None), Option("true", None))
+    questions = (Question("noul", "Is it late?", sides), Question("noul", "Isn't it late?", sides))
+    backend = _backend(tiny, negation="complement")
+    backend.calibration = Calibration(noul=0.3, noul_offset=-0.9)
+    logits = backend.forward([backend.prepare(Work("The train left at 9.", questions))])
+    yes_plain, yes_negated = (p[1] for p in read_output(backend, questions, logits).probabilities)
+    assert yes_plain + yes_negated == pytest.approx(1.0, abs=1e-5)

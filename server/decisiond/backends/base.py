@@ -171,6 +171,16 @@ class Backend(ABC):
         """The temperature of questions of ``kind`` (> 0). Defaults to the manifest's scalar."""
         return self._temperature
 
+    def complements(self, question: Question) -> bool:
+        """Whether this backend answers ``question`` as the complement of its affirmative: a negated
+        noul ("Is it not late?") read as "Is it late?", its two logits swapped.
+
+        The calibration's noul offset belongs to the question the model read, so for such a noul it is
+        applied to the other side (:meth:`~decisiond.calibration.Calibration.apply`): a question and its
+        negation then still sum to 1 after calibration. False by default (every question read as asked).
+        """
+        return False
+
     @abstractmethod
     def prepare(self, work: Work) -> Prepared:
         """CPU stage for one request: tokenise, count tokens, check :attr:`limits`.

@@ -32,7 +32,7 @@ from ..cache import TensorLRU, digest
 from ..config import Settings
 from ..errors import MaxTokensExceeded
 from ..manifest import Manifest
-from ..render import SlotTemplates, to_text
+from ..render import Question, SlotTemplates, to_text
 from .base import Backend, Prepared, TokenLimits, Work
 from .noul_statements import NOUL_OFFSET, NOUL_SLOPE, UNREADABLE_SHARE, one_sided, statement_text
 from .padding import pad, run_sorted
@@ -178,6 +178,12 @@ class BiEncoderBackend(Backend):
             return known
         specials = len(self._cls) + len(self._sep)
         return len(text) + specials * (1 + len(text) // max(1, self.window - self.overlap - specials))
+
+    def complements(self, question: Question) -> bool:
+        """True for a negated noul read as a statement or as one described side (its affirmative's
+        complement: :func:`~.noul_statements.statement_text`, :func:`~.noul_statements.one_sided`)."""
+        statement, sided = statement_text(question), one_sided(question)
+        return bool((sided or statement or (None, False))[1])
 
     def prepare(self, work: Work) -> Prepared:
         """Render the state and every slot text; estimate the tokens for the batch budget. The

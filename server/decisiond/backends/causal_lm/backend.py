@@ -34,7 +34,7 @@ from ...render import Kind, Question
 from ..base import Backend, Prepared, TokenLimits, Work
 from .labels import MAX_LABELS, choose_labels
 from .loading import converted_gguf, load_checkpoint
-from .prompts import PROBE, Prompt, render, shared_prefix, slot_map, template_request
+from .prompts import PROBE, Prompt, asked_positively, render, shared_prefix, slot_map, template_request
 from .rows import RowRunner
 
 log = logging.getLogger("decisiond.backends.causal_lm")
@@ -230,6 +230,11 @@ class CausalLMBackend(Backend):
         if self.has_head:
             return 1.0
         return float(self.decision_config.temperature.get(kind, self._temperature))
+
+    def complements(self, question: Question) -> bool:
+        """True for a negated noul under ``negation = "complement"`` (asked positively, answered with the
+        complement: :func:`~.prompts.asked_positively`)."""
+        return self.options.negation == "complement" and asked_positively(question) is not None
 
     # ---------------------------------------------------------------- CPU stage
 

@@ -73,6 +73,21 @@ def _template_question(question: Question, shift: int) -> dict[str, Any]:
     return {"type": "score", "instructions": question.instructions, "criteria": [o.description for o in options]}
 
 
+def asked_positively(question: Question) -> Question | None:
+    """The positive question a negated noul is asked as under ``negation = "complement"``, or None.
+
+    Example:
+        >>> from decisiond.render import Option
+        >>> sides = (Option("false", None), Option("true", None))
+        >>> asked_positively(Question("noul", "Is it not late?", sides)).instructions
+        'Is it late?'
+    """
+    if question.kind != "noul" or not isinstance(question.instructions, str):
+        return None
+    positive = positive_question(question.instructions)
+    return Question("noul", positive.text, question.options) if positive.negated else None
+
+
 def template_request(
     state: Any, questions: Sequence[Question], permutations: int, *, complement_negations: bool = False
 ) -> tuple[dict[str, Any], dict[str, tuple[int, int]], frozenset[int]]:
@@ -88,11 +103,10 @@ def template_request(
     owners: dict[str, tuple[int, int]] = {}
     negated: set[int] = set()
     for index, question in enumerate(questions):
-        if complement_negations and question.kind == "noul" and isinstance(question.instructions, str):
-            positive = positive_question(question.instructions)
-            if positive.negated:
-                question = Question("noul", positive.text, question.options)
-                negated.add(index)
+        positive = asked_positively(question) if complement_negations else None
+        if positive is not None:
+            question = positive
+            negated.add(index)
         shifts = cyclic_shifts(question.size, permutations) if question.kind == "choice" else [0]
         for shift in shifts:
             name = f"{index}.{shift}"
