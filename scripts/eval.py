@@ -4,9 +4,10 @@ coherence relations (negation pairs, option merges, renames, reorders).
     python scripts/eval.py --model minilm-l6 --model smollm2-135m --data eval/labelled.jsonl --out docs/quality.json
 
 Each model reads every item in-process (one forward per state, its questions together, as one
-request to the server would be read). Figures are given as the manifest answers today, and after
-calibration fitted by two-fold cross-validation over states (fit on the even-numbered states,
-measure on the odd ones, and the other way round), so the calibrated figures are out of sample.
+request to the server would be read). Figures are given three ways: uncalibrated (the identity
+calibration), as served (the manifest's ``[calibration]``), and calibrated out of sample: fitted by
+two-fold cross-validation over states (fit on the even-numbered states, measure on the odd ones, and
+the other way round). ``--logits FILE`` saves every item's logits (torch.save) for later analysis.
 ``--every K`` reads only every K-th state (a bounded, still stratified run on a slow machine; the
 output records it).
 """
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 import torch  # noqa: E402
 
 from decisiond.calibrate_cli import fit  # noqa: E402
+from decisiond.calibration import Calibration  # noqa: E402
 from decisiond.config import Settings  # noqa: E402
 from decisiond.evaluate import Reading, by_type, probabilities, read_items, read_logits, relations  # noqa: E402
 from decisiond.manifest import find_manifest  # noqa: E402
@@ -75,6 +77,10 @@ def evaluate(name: str, args: argparse.Namespace) -> dict[str, object]:
         keep = set(list(dict.fromkeys(_state_key(i) for i in items))[args.start :: args.every])
         items = [i for i in items if _state_key(i) in keep]
     reading = read_logits(backend, items)
+    if args.logits:  # FILE, or FILE-MODEL when several models are read
+        path = args.logits if len(args.model) == 1 else args.logits.with_stem(f"{args.logits.stem}-{manifest.name}")
+        torch.save({"ids": [i.id for i in items], "logits": reading.logits, "complemented": reading.flips()}, path)
+    uncalibrated = probabilities(reading, Calibration())
     as_served = probabilities(reading, manifest.calibration)
     calibrated = cross_validated(reading)
     return {
@@ -90,6 +96,7 @@ def evaluate(name: str, args: argparse.Namespace) -> dict[str, object]:
         "read_s": round(reading.seconds, 1),
         "ms_per_question": round(1000 * reading.seconds / max(1, len(items)), 1),
         "unreadable_states": reading.warnings,
+        "uncalibrated": {k: m.as_dict() for k, m in by_type(items, uncalibrated).items()},
         "as_served": {k: m.as_dict() for k, m in by_type(items, as_served).items()},
         "calibrated_cv": {k: m.as_dict() for k, m in by_type(items, calibrated).items()},
         "relations": relations(items, as_served),
@@ -109,6 +116,12 @@ def main() -> int:
     parser.add_argument("--types", default="", help="only these question types, comma-separated (default all)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--out", type=Path, default=None, help="append the figures (JSON lines) here")
+    parser.add_argument(
+        "--logits",
+        type=Path,
+        default=None,
+        help="save each item's id and logits here (torch.save; FILE-MODEL with several models)",
+    )
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -3,6 +3,7 @@ or an ``AutoModelForDecision`` checkpoint through its own head (see :mod:`.backe
 
 from __future__ import annotations
 
-from .backend import CausalLMBackend, CausalLMOptions
+from .backend import CausalLMBackend
+from .options import CausalLMOptions
 
 __all__ = ["CausalLMBackend", "CausalLMOptions"]

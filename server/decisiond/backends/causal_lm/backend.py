@@ -18,10 +18,9 @@ import struct
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from transformers.decision import DecisionConfig, label_token_ids
 from transformers.decision.template_utils import MARK, SPLIT
 from transformers.tokenization_utils_base import AddedToken
@@ -34,48 +33,14 @@ from ...render import Kind, Question
 from ..base import Backend, Prepared, TokenLimits, Work
 from .labels import MAX_LABELS, choose_labels
 from .loading import converted_gguf, load_checkpoint
+from .options import CausalLMOptions
+from .priors import ContentFreePriors
 from .prompts import PROBE, Prompt, asked_positively, render, shared_prefix, slot_map, template_request
 from .rows import RowRunner
 
 log = logging.getLogger("decisiond.backends.causal_lm")
 
 _ORDINALS = ("first", "second", "third")
-
-
-class CausalLMOptions(BaseModel):
-    """The ``causal_lm`` settings of a manifest (its extra top-level keys).
-
-    Attributes:
-        permutations: readings of each choice, its options cyclically shifted, logits averaged (1: as sent).
-        share_prefix: run a request's state once and reuse its key-value cache for every question.
-        prefix_cache_entries: state prefixes kept between requests (0: none).
-        prefix_cache_bytes: bytes of key-value cache kept between requests.
-        forward_tokens: padded tokens per forward call, prefix caches included (bounds memory).
-        negation: ``complement`` asks a negated noul positively and answers the complement (a noul
-            and its negation then sum to 1); ``as_asked`` reads it as sent (pipeline parity).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    permutations: int = Field(default=1, ge=1, le=32)
-    share_prefix: bool = True
-    prefix_cache_entries: int = Field(default=256, ge=0)
-    prefix_cache_bytes: int = Field(default=512 * 1024 * 1024, ge=0)
-    forward_tokens: int = Field(default=32768, ge=256)
-    negation: Literal["as_asked", "complement"] = "as_asked"
-
-    @classmethod
-    def from_manifest(cls, manifest: Manifest) -> CausalLMOptions:
-        """Validate the manifest's extra keys.
-
-        Raises:
-            ValueError: naming the manifest, the key and the problem.
-        """
-        try:
-            return cls.model_validate(manifest.backend_options)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise ValueError(f"manifest {manifest.name}: bad causal_lm setting ({problems})") from exc
 
 
 @dataclass(frozen=True)
@@ -181,6 +146,11 @@ class CausalLMBackend(Backend):
             self._softcap = getattr(text_config, "final_logit_softcapping", None)
         self.share_prefix = self.options.share_prefix and not has_head and _full_attention(model.config)
         self.cache: TensorLRU[bytes] = TensorLRU(self.options.prefix_cache_entries, self.options.prefix_cache_bytes)
+        self.priors = (
+            None
+            if self.options.content_free is None
+            else ContentFreePriors(self._content_free_reading, frozenset(self.options.content_free_types))
+        )
 
     @classmethod
     def from_manifest(
@@ -329,11 +299,22 @@ class CausalLMBackend(Backend):
 
     @torch.inference_mode()
     def forward(self, batch: Sequence[Prepared]) -> torch.Tensor:
-        """Every question row of the batch in one forward (chunked only past ``forward_tokens``).
+        """Every question row of the batch in one forward (chunked only past ``forward_tokens``), less
+        each question's content-free reading when the manifest sets ``content_free``.
 
         Returns:
             torch.Tensor: ``[N]`` float32 slot logits; a slot read under several shifts gets the mean.
         """
+        logits = self._slot_logits(batch)
+        if self.priors is None:
+            return logits
+        return logits - self.priors.of([question for prepared in batch for question in prepared.work.questions])
+
+    def _content_free_reading(self, question: Question) -> torch.Tensor:
+        """``[size]`` slot logits of ``question`` alone about the content-free state (uncorrected)."""
+        return self._slot_logits([self.prepare(Work(self.options.content_free, (question,)))])
+
+    def _slot_logits(self, batch: Sequence[Prepared]) -> torch.Tensor:
         features: list[CausalLMFeatures] = [prepared.features for prepared in batch]
         scores = self._head_scores(features) if self.has_head else self._label_logits(features)  # [M] float32
         slot = torch.tensor(self._offset(features, "label_slot", [len(f.slot_reads) for f in features]))
@@ -398,4 +379,5 @@ class CausalLMBackend(Backend):
         return torch.cat(scores)
 
     def cache_stats(self) -> dict[str, dict[str, int]]:
-        return {"prefix_kv": self.cache.stats()}
+        priors = {} if self.priors is None else {"content_free": self.priors.cache.stats()}
+        return {"prefix_kv": self.cache.stats(), **priors}
