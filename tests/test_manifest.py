@@ -77,3 +77,27 @@ def test_backend_keys_are_kept_for_the_backend(tmp_path: Path) -> None:
     )
     manifest = find_manifest(str(path), tmp_path / "elsewhere")
     assert manifest.backend_options == {"label": "entailment", "pooling": "mean"}
+
+
+def test_a_shipped_model_is_found_by_name_from_any_folder(tmp_path: Path) -> None:
+    """An installed decisiond has no models/ beside it: the manifests shipped in the package are found."""
+    from decisiond.manifest import PACKAGED_MODELS
+
+    for name, expected in (("qwen2.5-1.5b", "qwen2.5-1.5b"), ("default", "minilm-l6"), ("smollm2", "smollm2-135m")):
+        manifest = find_manifest(name, tmp_path / "no-such-folder")
+        assert manifest.name == expected
+        assert manifest.source is not None and manifest.source.parent == PACKAGED_MODELS.resolve()
+    repo_models = Path(__file__).resolve().parents[1] / "models"
+    assert sorted(p.name for p in PACKAGED_MODELS.glob("*.toml")) == sorted(p.name for p in repo_models.glob("*.toml"))
+
+
+def test_a_models_folder_may_redefine_a_shipped_name(tmp_path: Path) -> None:
+    model = tmp_path / "weights"
+    model.mkdir()
+    (tmp_path / "mine.toml").write_text(
+        'name = "minilm-l6"\nbackend = "bi_encoder"\n[weights]\npath = "weights"\n', encoding="utf-8"
+    )
+    assert find_manifest("minilm-l6", tmp_path).source == (tmp_path / "mine.toml").resolve()
+    assert find_manifest("qwen", tmp_path).name == "qwen2.5-1.5b"  # the names it does not define still resolve
+    with pytest.raises(ManifestError, match=r"available: minilm-l6, qwen2.5-1.5b, smollm2-135m"):
+        find_manifest("no-such-model", tmp_path)

@@ -95,9 +95,23 @@ def test_the_console_script_runs_from_the_installed_wheel(fresh: Path, tmp_path:
     assert where.startswith(str(fresh)), where  # the wheel's copy, not server/
     version = _run(fresh / "bin" / "decisiond", "--version").stdout
     assert version.strip() == "decisiond 0.1.0"
-    # From an empty folder (no models/ here): the embedded default model is still known and found.
+    # From an empty folder (no models/ here): the manifests shipped in the package are known, and the
+    # default model's weights are found.
     listed = _run(fresh / "bin" / "decisiond", "models", cwd=tmp_path).stdout
-    assert "minilm-l6" in listed and "(missing)" not in listed
+    rows = {line.split()[0]: line for line in listed.splitlines()[1:]}
+    assert set(rows) == {"minilm-l6", "qwen2.5-1.5b", "smollm2-135m"}, listed
+    assert "(missing)" not in rows["minilm-l6"]
+    # The quality model is one pull away from any folder: without its weights, serve says so.
+    env = {**os.environ, "DECISIOND_CACHE_DIR": str(tmp_path / "cache")}
+    refused = subprocess.run(
+        [fresh / "bin" / "decisiond", "serve", "--model", "qwen2.5-1.5b", "--port", "0"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 2 and "run `decisiond pull qwen2.5-1.5b`" in refused.stderr, refused.stderr
 
 
 def test_the_client_imports_without_torch(fresh: Path) -> None:

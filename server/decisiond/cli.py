@@ -30,7 +30,7 @@ from .calibrate_cli import run_calibrate
 from .cassette import CassetteError
 from .cli_parser import Parser, describe_settings_error, port, upstream_url
 from .config import Settings, hf_offline_env, quiet_openmp_env, read_env
-from .manifest import Manifest, ManifestError, embedded_default, find_manifest, read_manifests
+from .manifest import Manifest, ManifestError, find_manifest, packaged_manifests, read_manifests
 from .model_names import name_table
 from .shutdown import exit_on_sigterm
 
@@ -383,10 +383,12 @@ def serve(settings: Settings) -> int:
 
 
 def list_models(models_dir: Path) -> int:
-    """Print the manifests of ``models_dir`` (the embedded default when there is no such folder):
-    name, aliases, backend, weights, whether present."""
+    """Print the manifests of ``models_dir`` and those shipped in the package (names the folder does not
+    define): name, aliases, backend, weights, whether present."""
     try:
-        manifests = read_manifests(models_dir) if models_dir.is_dir() else [embedded_default()]
+        manifests = read_manifests(models_dir) if models_dir.is_dir() else []
+        names = {name for m in manifests for name in m.names()}
+        manifests += [m for m in packaged_manifests(models_dir) if m.name not in names]
     except ManifestError as exc:
         log.error("%s", exc)
         return 2

