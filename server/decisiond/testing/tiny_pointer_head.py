@@ -21,6 +21,8 @@ from safetensors.torch import save_file
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
+from .upstream import HIDDEN, base_config
+
 #: Delimiters of Kev and OpenJev, in role order state, question, option start, option end, decide.
 DELIMITERS = ("<|fim_prefix|>", "<|fim_middle|>", "<|box_start|>", "<|box_end|>", "<|fim_suffix|>")
 SPECIALS = ("[PAD]", "[UNK]", *DELIMITERS)
@@ -42,7 +44,6 @@ WORDS = (
     + ("—", "¦", "fim_prefix", "fim_suffix")
 )
 
-HIDDEN = 32
 HEAD_DIM = 16
 
 
@@ -71,33 +72,7 @@ def build_tokenizer(folder: Path) -> PreTrainedTokenizerFast:
 
 
 def _config(hybrid: bool):  # type: ignore[no-untyped-def]
-    common = dict(
-        vocab_size=len(vocabulary()),
-        hidden_size=HIDDEN,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=8,
-        max_position_embeddings=1024,
-        initializer_range=0.2,
-        pad_token_id=0,
-    )
-    if hybrid:
-        from transformers import Qwen3_5TextConfig
-
-        return Qwen3_5TextConfig(
-            **common,
-            linear_conv_kernel_dim=4,
-            linear_key_head_dim=8,
-            linear_value_head_dim=8,
-            linear_num_key_heads=2,
-            linear_num_value_heads=4,
-            layer_types=["linear_attention", "full_attention"],
-        )
-    from transformers import Qwen3Config
-
-    return Qwen3Config(**common)
+    return base_config("qwen3_5" if hybrid else "qwen3", len(vocabulary()), max_positions=1024)
 
 
 def build_base(folder: Path, *, hybrid: bool = False, seed: int = 0) -> Path:

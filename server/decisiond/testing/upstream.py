@@ -71,7 +71,7 @@ def build_byte_tokenizer(folder: Path) -> PreTrainedTokenizerFast:
     return tokenizer
 
 
-def base_config(kind: str, vocab_size: int) -> Any:
+def base_config(kind: str, vocab_size: int, *, max_positions: int = 4096) -> Any:
     """A tiny config: ``qwen3`` (attention-only), ``qwen3_5`` (hybrid: Gated DeltaNet + attention),
     or ``sliding`` (Qwen3 whose second layer attends over a 4-token sliding window)."""
     common: dict[str, Any] = dict(
@@ -82,7 +82,7 @@ def base_config(kind: str, vocab_size: int) -> Any:
         num_attention_heads=4,
         num_key_value_heads=2,
         head_dim=8,
-        max_position_embeddings=4096,
+        max_position_embeddings=max_positions,
         initializer_range=0.2,
         pad_token_id=0,
     )
