@@ -21,16 +21,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import bench
+import bench_load
+import bench_servers
 
 
 def _levels(port: int, workload: str, clients: list[int], seconds: float) -> list[dict[str, Any]]:
-    requests, questions = bench.encode_requests(workload, 4000, offset=2_000_000)
-    asyncio.run(bench.closed_loop(port, requests[:50], questions[:50], 2, min(2.0, seconds)))  # warm-up
+    requests, questions = bench_load.encode_requests(workload, 4000, offset=2_000_000)
+    asyncio.run(bench_load.closed_loop(port, requests[:50], questions[:50], 2, min(2.0, seconds)))  # warm-up
     runs = []
     for i, n in enumerate(clients):
         offset = (i + 1) * 500
-        result = asyncio.run(bench.closed_loop(port, requests[offset:] + requests[:offset], questions, n, seconds))
+        result = asyncio.run(bench_load.closed_loop(port, requests[offset:] + requests[:offset], questions, n, seconds))
         runs.append(asdict(result))
     return runs
 
@@ -46,19 +47,19 @@ def run(model: str, workload: str, clients: list[int], seconds: float, replicas:
 
     cores = os.cpu_count() or 1
     report: dict[str, Any] = {"model": model, "workload": workload, "cores": cores, "seconds": seconds, "runs": {}}
-    port = bench.free_port()
+    port = bench_servers.free_port()
     print("single process: starting ...", flush=True)  # noqa: T201
-    proc = bench.start(bench.decisiond_cmd(model, port), port)
+    proc = bench_servers.start(bench_servers.decisiond_cmd(model, port), port)
     try:
         report["runs"]["single process"] = _levels(port, workload, clients, seconds)
     finally:
         proc.terminate()
         proc.wait(60)
     ray.init(num_cpus=cores, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    port = bench.free_port()
+    port = bench_servers.free_port()
     serve.start(http_options={"host": "127.0.0.1", "port": port})
-    settings = Settings(models_dir=bench.ROOT / "models", log_level="warning", max_queue=1024)
-    manifest = find_manifest(model, bench.ROOT / "models")
+    settings = Settings(models_dir=bench_servers.ROOT / "models", log_level="warning", max_queue=1024)
+    manifest = find_manifest(model, bench_servers.ROOT / "models")
     try:
         for n in replicas:
             print(f"ray, {n} replica(s): starting ...", flush=True)  # noqa: T201
@@ -95,5 +96,5 @@ def table(report: dict[str, Any]) -> str:
 
 if __name__ == "__main__":
     started = time.perf_counter()
-    run("minilm-l6", "triage", [1, 4, 16], 5.0, [1, 2], bench.ROOT / "bench-out")
+    run("minilm-l6", "triage", [1, 4, 16], 5.0, [1, 2], bench_servers.ROOT / "bench-out")
     print(f"total {time.perf_counter() - started:.0f} s")  # noqa: T201
