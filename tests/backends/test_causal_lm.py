@@ -31,7 +31,7 @@ from decisiond.render import Option, Question
 from decisiond.service import load_model
 from decisiond.testing.requests import TRIAGE
 from decisiond.testing.tiny_causal_lm import build_tiny_causal_lm, write_tiny_causal_lm_manifest
-from tests.tolerance import PROBABILITY_ATOL, WIRE_STEP, assert_logits_close
+from tests.tolerance import PROBABILITY_ATOL, TINY_REDUCTION, WIRE_STEP, assert_logits_close, logit_atol
 
 NOUL = Question("noul", "Is a refund asked for?", (Option("false", None), Option("true", "Money back")))
 CHOICE = Question(
@@ -307,3 +307,22 @@ def test_negation_complement_still_sums_to_one_under_a_calibration_offset(tiny: 
     logits = backend.forward([backend.prepare(Work("The train left at 9.", questions))])
     yes_plain, yes_negated = (p[1] for p in read_output(backend, questions, logits).probabilities)
     assert yes_plain + yes_negated == pytest.approx(1.0, abs=1e-5)
+
+
+def test_choices_by_key_answer_a_reordered_choice_alike(tiny: Path) -> None:
+    """``option_order = "by_key"`` shows a choice's options sorted by key: the order sent changes nothing
+    (each option keeps its logit), where the pipeline's order (``as_sent``) is read as sent."""
+    options = CHOICE.options
+    reordered = Question("choice", CHOICE.instructions, (options[2], options[0], options[1]))
+    by_key = _backend(tiny, option_order="by_key", permutations=2)
+    as_sent = _backend(tiny, permutations=2)
+
+    def per_key(backend: CausalLMBackend, question: Question) -> dict[str, float]:
+        logits = backend.forward([backend.prepare(Work("Refund my double charge.", (question,)))])
+        return {o.key: float(v) for o, v in zip(question.options, logits, strict=True)}
+
+    first, second = per_key(by_key, CHOICE), per_key(by_key, reordered)
+    atol = logit_atol(list(first.values()), TINY_REDUCTION)
+    assert all(abs(first[k] - second[k]) <= atol for k in first)
+    plain, moved = per_key(as_sent, CHOICE), per_key(as_sent, reordered)
+    assert max(abs(plain[k] - moved[k]) for k in plain) > 1e-3

@@ -231,6 +231,7 @@ class CausalLMBackend(Backend):
             work.questions,
             self.options.permutations,
             complement_negations=self.options.negation == "complement",
+            choices_by_key=self.options.option_order == "by_key",
         )
         with self._lock:
             try:

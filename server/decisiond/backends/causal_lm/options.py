@@ -25,6 +25,8 @@ class CausalLMOptions(BaseModel):
             ``content_free_types`` is answered by its slot logits minus those it gets about this state
             (contextual calibration, :mod:`.priors`); None (the default): read as the pipeline reads.
         content_free_types: the question types so corrected.
+        option_order: ``by_key`` shows a choice's options sorted by key (a reorder then changes nothing);
+            ``as_sent`` (the default) in the order sent, as the pipeline does.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -37,6 +39,7 @@ class CausalLMOptions(BaseModel):
     negation: Literal["as_asked", "complement"] = "as_asked"
     content_free: str | None = None
     content_free_types: tuple[Literal["noul", "choice", "score"], ...] = ("choice",)
+    option_order: Literal["as_sent", "by_key"] = "as_sent"
 
     @classmethod
     def from_manifest(cls, manifest: Manifest) -> CausalLMOptions:

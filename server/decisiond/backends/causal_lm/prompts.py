@@ -89,7 +89,12 @@ def asked_positively(question: Question) -> Question | None:
 
 
 def template_request(
-    state: Any, questions: Sequence[Question], permutations: int, *, complement_negations: bool = False
+    state: Any,
+    questions: Sequence[Question],
+    permutations: int,
+    *,
+    complement_negations: bool = False,
+    choices_by_key: bool = False,
 ) -> tuple[dict[str, Any], dict[str, tuple[int, int]], frozenset[int]]:
     """The request transformers renders, which question and shift each of its names stands for, and
     which nouls were asked positively in place of their negation (their yes and no are swapped back).
@@ -97,7 +102,9 @@ def template_request(
     Only choices are read under several shifts: a noul's labels mean yes and no, and a score's
     order is part of its meaning. With ``complement_negations``, a negated noul ("Is it not late?")
     is asked positively ("Is it late?", :func:`~decisiond.backends.statements.positive_question`)
-    and answered with the complement, so a question and its negation sum to 1.
+    and answered with the complement, so a question and its negation sum to 1. With
+    ``choices_by_key``, a choice's options are shown sorted by key (then shifted), so the order a
+    client sends them in changes nothing; answers still map to the options by key.
     """
     entries: dict[str, Any] = {}
     owners: dict[str, tuple[int, int]] = {}
@@ -107,6 +114,8 @@ def template_request(
         if positive is not None:
             question = positive
             negated.add(index)
+        if choices_by_key and question.kind == "choice":
+            question = Question("choice", question.instructions, tuple(sorted(question.options, key=lambda o: o.key)))
         shifts = cyclic_shifts(question.size, permutations) if question.kind == "choice" else [0]
         for shift in shifts:
             name = f"{index}.{shift}"
