@@ -22,6 +22,16 @@ from decisiond.render import Option, Question
         ("Has the customer never ordered before?", Statement("the customer ever ordered before", True)),
         ("Was malware detected?", Statement("malware detected", False)),
         ("Names a deadline", Statement("Names a deadline", False)),  # not a question: kept as is
+        # a negation inside a clause of its own negates that clause, not the question: read as asked
+        (
+            "Does the customer say they did not receive the refund?",
+            Statement("the customer say they did not receive the refund", False),
+        ),
+        (
+            "Does the ticket report that the device does not turn on?",
+            Statement("the ticket report that the device does not turn on", False),
+        ),
+        ("Is it a problem when nobody answers?", Statement("it a problem when nobody answers", False)),
         ("Not a question, no mark", Statement("Not a question, no mark", False)),
     ],
 )
@@ -69,3 +79,16 @@ def test_a_one_sided_noul_keeps_its_sides_under_affirmative_instructions() -> No
 )
 def test_positive_question(question: str, expected: Statement) -> None:
     assert positive_question(question) == expected
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Does the customer say they did not receive the refund?",
+        "Does this alert suggest the account is not compromised?",
+        "Is the customer upset because the parcel did not arrive?",
+        "Can you tell whether no one replied?",
+    ],
+)
+def test_a_negation_in_a_clause_of_its_own_is_asked_as_sent(question: str) -> None:
+    assert positive_question(question) == Statement(question, False)

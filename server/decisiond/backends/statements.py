@@ -7,7 +7,9 @@ satisfied?" → "the customer satisfied"), and a negated question ("Is the custo
 satisfied?") as its affirmative, whose probability is then complemented: the two answers of a
 negation pair sum to 1 by construction. The rules are deliberately small and English-only: the
 leading auxiliary and the question mark go; ``not``/``n't``/``no one``/``never``/``no`` mark a
-negation and are undone once.
+negation and are undone once, when they belong to the question itself: one after a subordinator or a
+second auxiliary ("Does the customer say they did not receive it?") negates a clause of its own, and
+the question is read as asked.
 """
 
 from __future__ import annotations
@@ -32,6 +34,32 @@ _NEGATIONS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bnever\b", re.IGNORECASE), "ever"),
     (re.compile(r"\bno\b", re.IGNORECASE), "a"),
 )
+
+
+#: Words that open a clause of the question's own (a subordinator, or a second auxiliary): a negation
+#: after one of them negates that clause ("Does the customer say they did not receive it?"), not the
+#: question, so the question is read as asked.
+_CLAUSE_OPENERS = re.compile(
+    r"\b(that|if|whether|because|when|while|since|although|unless|who|whom|whose|which|where|"
+    r"is|are|was|were|am|be|been|do|does|did|has|have|had|can|could|will|would|should|shall|may|might|must)\b",
+    re.IGNORECASE,
+)
+
+
+def _main_negation(text: str) -> tuple[re.Match[str], str] | None:
+    """The first negation marker of ``text`` (a question after its leading auxiliary) and what undoes
+    it, or None when there is none or the first one sits inside a clause of its own."""
+    found = [(m, n, undo) for n, (pattern, undo) in enumerate(_NEGATIONS) if (m := pattern.search(text))]
+    if not found:
+        return None
+    match, _, undo = min(found, key=lambda f: (f[0].start(), f[1]))
+    if _CLAUSE_OPENERS.search(text[: match.start()]):
+        return None
+    return match, undo
+
+
+def _undo(text: str, match: re.Match[str], undo: str) -> str:
+    return re.sub(r"\s{2,}", " ", text[: match.start()] + undo + text[match.end() :]).strip()
 
 
 @dataclass(frozen=True)
@@ -63,17 +91,12 @@ def affirmative(question: str) -> Statement:
     contracted = _CONTRACTED.match(text)
     if contracted:
         text, negated = text[contracted.end() :], True
-    else:
+    elif text.endswith("?"):
         auxiliary = _AUXILIARY.match(text)
-        if auxiliary and text.rstrip().endswith("?"):
+        if auxiliary:
             text = text[auxiliary.end() :]
-        for pattern, undo in _NEGATIONS:
-            found = pattern.search(text)
-            if found and text.rstrip().endswith("?"):
-                text = (text[: found.start()] + undo + text[found.end() :]).strip()
-                text = re.sub(r"\s{2,}", " ", text)
-                negated = True
-                break
+        if main := _main_negation(text):
+            text, negated = _undo(text, *main), True
     return Statement(text.strip().rstrip("?").strip(), negated)
 
 
@@ -104,13 +127,14 @@ def positive_question(question: str) -> Statement:
         positive = _POSITIVE_AUXILIARY[word.lower()]
         positive = positive.capitalize() if word[0].isupper() else positive
         return Statement(positive + " " + text[contracted.end() :], True)
-    if not _AUXILIARY.match(text):
+    auxiliary = _AUXILIARY.match(text)
+    if not auxiliary:
         return Statement(text, False)
-    for pattern, undo in _NEGATIONS:
-        found = pattern.search(text)
-        if found:
-            return Statement(re.sub(r"\s{2,}", " ", text[: found.start()] + undo + text[found.end() :]).strip(), True)
-    return Statement(text, False)
+    rest = text[auxiliary.end() :]
+    main = _main_negation(rest)
+    if main is None:
+        return Statement(text, False)
+    return Statement(text[: auxiliary.end()] + _undo(rest, *main), True)
 
 
 #: Generic texts, of many kinds and none in particular: a state's similarity to a statement is read
