@@ -1,7 +1,7 @@
 """Measure models on a labelled set: accuracy, ECE, Brier and score MAE per question type, and the
 coherence relations (negation pairs, option merges, renames, reorders).
 
-    python scripts/eval.py --model minilm-l6 --model smollm2-135m --data eval/labelled.jsonl --out docs/quality.json
+    python scripts/eval.py --model minilm-l6 --model smollm2-135m --data eval/labelled.jsonl --out docs/quality.jsonl
 
 Each model reads every item in-process (one forward per state, its questions together, as one
 request to the server would be read). Figures are given three ways: uncalibrated (the identity
@@ -107,10 +107,16 @@ def evaluate(name: str, args: argparse.Namespace) -> dict[str, object]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", action="append", required=True, help="model name or manifest (repeatable)")
-    parser.add_argument("--data", type=Path, default=Path("eval/labelled.jsonl"))
-    parser.add_argument("--models-dir", type=Path, default=Path("models"))
-    parser.add_argument("--cache-dir", type=Path, default=None)
-    parser.add_argument("--dtype", default="auto")
+    parser.add_argument(
+        "--data", type=Path, default=Path("eval/labelled.jsonl"), help="labelled JSON lines (default %(default)s)"
+    )
+    parser.add_argument(
+        "--models-dir", type=Path, default=Path("models"), help="folder of model manifests (default %(default)s)"
+    )
+    parser.add_argument(
+        "--cache-dir", type=Path, default=None, help="user cache (default $DECISIOND_CACHE_DIR or ~/.cache/decisiond)"
+    )
+    parser.add_argument("--dtype", default="auto", help="as decisiond serve --dtype (default auto)")
     parser.add_argument("--every", type=int, default=1, help="read only every K-th state (1: all)")
     parser.add_argument("--start", type=int, default=0, help="with --every: the first state read (0-based)")
     parser.add_argument("--types", default="", help="only these question types, comma-separated (default all)")

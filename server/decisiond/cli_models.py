@@ -43,8 +43,8 @@ def list_models(models_dir: Path) -> int:
     rows = [("NAME", "ALIASES", "BACKEND", "MODALITIES", "WEIGHTS")]
     for m in manifests:
         try:
-            m.weights_path()
-            where = m.weights.describe()
+            path = m.weights_path()
+            where = m.weights.describe() + (f" at {path}" if m.weights.pull else "")
         except ManifestError:
             where = m.weights.describe() + " (missing)"
         rows.append((m.name, ",".join(m.aliases) or "-", m.backend, ",".join(m.modalities), where))

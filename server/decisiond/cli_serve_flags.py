@@ -16,7 +16,9 @@ def add_serve_parser(sub: Any) -> None:
         help="serve POST /v1/systemone on a local model",
         description="Serve the System One wire on one or more local models. The first --model is the default "
         "and answers `jev-latest`. Weights are never downloaded: they come from a folder, an installed package "
-        "or the local Hugging Face cache, as each manifest says.",
+        "or the local Hugging Face cache, as each manifest says (`decisiond pull` fetches a pullable model once). "
+        "A setting flag can also be given as an environment variable DECISIOND_<NAME> (e.g. DECISIOND_PORT=8001, "
+        "DECISIOND_MAX_WAIT_MS=2); a flag given wins.",
     )
     serve.add_argument("--model", action="append", help="model name, alias or manifest path (repeatable)")
     serve.add_argument(
@@ -37,9 +39,15 @@ def add_serve_parser(sub: Any) -> None:
     serve.add_argument("--port", type=port, help="port to bind (default 8000)")
     serve.add_argument("--device", choices=["auto", "cpu", "cuda"], help="auto: CUDA when present (default auto)")
     serve.add_argument(
-        "--dtype", choices=["auto", "float32", "bfloat16", "float16"], help="auto: bf16 on CUDA, fp32 on CPU"
+        "--dtype",
+        choices=["auto", "float32", "bfloat16", "float16"],
+        help="auto: bf16 on CUDA; on a CPU, bf16 for a causal LM where the CPU has AMX or AVX512-BF16, else fp32",
     )
-    serve.add_argument("--models-dir", type=Path, help="folder of model manifests (default models)")
+    serve.add_argument(
+        "--models-dir",
+        type=Path,
+        help="folder of model manifests (default ./models); the manifests shipped in the package are known too",
+    )
     serve.add_argument("--max-batch-tokens", type=int, help="token budget of one micro-batch (default 16384)")
     serve.add_argument(
         "--max-wait-ms",

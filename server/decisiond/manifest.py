@@ -64,7 +64,7 @@ class Weights(BaseModel):
         if self.hub:
             return f"Hugging Face id {self.hub}" + (f"@{self.revision}" if self.revision else "")
         if self.pull:
-            return f"`decisiond pull {self.pull}`{gguf}"
+            return f"pulled by `decisiond pull {self.pull}`{gguf}"
         return f"path {self.path}{gguf}"
 
     def resolve(self, base_dir: Path, cache_dir: Path | None = None) -> Path:
