@@ -141,3 +141,56 @@ def test_write_calibration_replaces_the_table_and_reads_back(tmp_path: Path) -> 
     assert manifest.read_text(encoding="utf-8").count("[calibration]") == 1
     assert manifest.read_text(encoding="utf-8").count("# Fitted by") == 1
     assert read_back.weights.path == "."
+
+
+def test_write_calibration_replaces_the_comment_block_above_the_table_and_nothing_else(tmp_path: Path) -> None:
+    """Regression: only one ``# Fitted by`` line above ``[calibration]`` was removed, so a block of
+    several comment lines was left orphaned above the appended table."""
+    before = (
+        "# A manifest's own header comment.\n"
+        'name = "m"\n'
+        'backend = "bi_encoder"\n'
+        "# A comment on the weights.\n"
+        "[weights]\n"
+        'path = "."  # a trailing comment\n'
+        "\n"
+        "# An old fit, described on\n"
+        "# three lines right above\n"
+        "# the table.\n"
+    )
+    old = "[calibration]\nnoul = 0.5\n# a comment inside the table\nchoice = 0.3\n"
+    after = "\n# The next table's own comment.\n[extra]\nkey = 1\n"
+    manifest = tmp_path / "m.toml"
+    manifest.write_text(before + old + after, encoding="utf-8")
+    write_calibration(manifest, Calibration(noul=1.5, choice=0.9, score=2.0, noul_offset=0.1))
+    kept = before.removesuffix("# An old fit, described on\n# three lines right above\n# the table.\n")
+    new = (
+        "# Fitted by `decisiond calibrate` (NLL on labelled examples).\n"
+        "[calibration]\nnoul = 1.5\nchoice = 0.9\nscore = 2.0\nnoul_offset = 0.1\n"
+    )
+    assert manifest.read_text(encoding="utf-8") == kept + new + after
+
+
+def test_write_calibration_on_the_shipped_quality_manifest(tmp_path: Path) -> None:
+    shipped = (Path(__file__).resolve().parents[1] / "models" / "qwen2.5-1.5b.toml").read_text(encoding="utf-8")
+    manifest = tmp_path / "qwen2.5-1.5b.toml"
+    manifest.write_text(shipped, encoding="utf-8")
+    write_calibration(manifest, Calibration(noul=0.5, choice=0.25, score=1.5, noul_offset=-0.2))
+    text = manifest.read_text(encoding="utf-8")
+    head = shipped[: shipped.index("# Fitted by NLL")]
+    assert text == head + (
+        "# Fitted by `decisiond calibrate` (NLL on labelled examples).\n"
+        "[calibration]\nnoul = 0.5\nchoice = 0.25\nscore = 1.5\nnoul_offset = -0.2\n"
+    )
+    assert read_manifest(manifest).calibration == Calibration(noul=0.5, choice=0.25, score=1.5, noul_offset=-0.2)
+
+
+def test_write_calibration_appends_a_table_to_a_manifest_without_one(tmp_path: Path) -> None:
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('name = "m"\n# the weights\n[weights]\npath = "."\n\n\n', encoding="utf-8")
+    write_calibration(manifest, Calibration(noul=2.0))
+    assert manifest.read_text(encoding="utf-8") == (
+        'name = "m"\n# the weights\n[weights]\npath = "."\n\n'
+        "# Fitted by `decisiond calibrate` (NLL on labelled examples).\n"
+        "[calibration]\nnoul = 2.0\nchoice = 1.0\nscore = 1.0\nnoul_offset = 0.0\n"
+    )

@@ -41,6 +41,63 @@ def test_a_bad_expected_answer_names_the_line(tmp_path: Path) -> None:
         read_items(path)
 
 
+def _problem(tmp_path: Path, line: str) -> str:
+    """The one-line error ``read_items`` gives for a file of one item line (after a good one)."""
+    path = tmp_path / "set.jsonl"
+    good = {"state": "s", "question": {"type": "noul", "instructions": "x?"}, "expected": True}
+    path.write_text(json.dumps(good) + "\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(ValueError) as raised:
+        read_items(path)
+    message = str(raised.value)
+    assert "\n" not in message and message.startswith(f"{path}:2: "), message
+    return message.removeprefix(f"{path}:2: ")
+
+
+def test_an_unknown_question_type_is_one_line_naming_the_types(tmp_path: Path) -> None:
+    """Regression: pydantic's multi-line union error, cut mid-word at 200 characters."""
+    line = json.dumps({"state": "s", "question": {"type": "yesno", "instructions": "x?"}, "expected": True})
+    assert _problem(tmp_path, line) == "unknown question type 'yesno' (noul, choice or score)"
+    line = json.dumps({"state": "s", "question": {"type": "box", "instructions": "x"}, "expected": True})
+    assert _problem(tmp_path, line) == "unsupported question type 'box' (noul, choice or score)"
+    assert _problem(tmp_path, json.dumps({"state": "s", "question": {}, "expected": 1})) == (
+        "missing field 'question.type'"
+    )
+
+
+@pytest.mark.parametrize("field", ["state", "question", "expected"])
+def test_a_missing_field_is_named(tmp_path: Path, field: str) -> None:
+    """Regression: a missing "expected" said ``not a labelled item ('expected')`` (a bare KeyError),
+    a missing "state" raised the KeyError itself."""
+    row = {"state": "s", "question": {"type": "noul", "instructions": "x?"}, "expected": True}
+    del row[field]
+    assert _problem(tmp_path, json.dumps(row)) == f"missing field {field!r}"
+
+
+def test_an_invalid_question_is_loc_and_msg_on_one_line(tmp_path: Path) -> None:
+    line = json.dumps({"state": "s", "question": {"type": "choice", "instructions": "x?"}, "expected": "a"})
+    assert _problem(tmp_path, line) == "invalid question: question.criteria: Field required"
+    line = json.dumps({"state": "s", "question": {"type": "score", "criteria": [1, "b"]}, "expected": 0})
+    assert _problem(tmp_path, line).startswith("invalid question: question.criteria.0.str: Input should be a")
+
+
+def test_the_other_problems_stay_clear(tmp_path: Path) -> None:
+    assert _problem(tmp_path, '{"state": "s",').startswith("not JSON (Expecting")
+    assert _problem(tmp_path, "[1, 2]") == "not a JSON object"
+    choice = {"type": "choice", "criteria": {"a": None, "b": None}}
+    assert _problem(tmp_path, json.dumps({"state": "s", "question": choice, "expected": "c"})) == (
+        "expected 'c' is not an answer of this question (one of 'a', 'b')"
+    )
+    score = {"type": "score", "criteria": ["low", "high"]}
+    for expected in ("x", 2, 0.5, True, None):
+        assert _problem(tmp_path, json.dumps({"state": "s", "question": score, "expected": expected})) == (
+            f"expected {expected!r} is not an answer of this question (a level index from 0 to 1)"
+        )
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'{"state": "caf\xe9"}\n')
+    with pytest.raises(ValueError, match=r"latin1.jsonl: not UTF-8 text \(invalid continuation byte at byte 14\)"):
+        read_items(path)
+
+
 def test_relations_measure_negation_merge_rename_and_reorder(tmp_path: Path) -> None:
     noul = {"type": "noul", "instructions": "x?"}
     choice = {"type": "choice", "criteria": {"a": None, "b": None, "c": None}}

@@ -5,6 +5,10 @@ temperature is fitted by minimising the NLL of the labels (choices and scores), 
 and offset for nouls (:mod:`decisiond.calibration`). The fit is written to the manifest's
 ``[calibration]`` table, and ECE, Brier and accuracy before and after are printed, with a
 reliability diagram (``--plot``, needs matplotlib: ``pip install 'decisiond[bench]'``).
+
+A set with no examples is refused (exit 2, the manifest untouched); a question type with fewer than
+:data:`MIN_EXAMPLES` examples is still fitted, with a warning that its fit is unreliable. Every
+error is one line.
 """
 
 from __future__ import annotations
@@ -16,13 +20,24 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
 from .calibration import Calibration, fit_platt, fit_temperature
+from .cli_parser import describe_settings_error
 from .manifest import Manifest, ManifestError, find_manifest
 
 if TYPE_CHECKING:
     import torch
 
+    from .config import Settings
+
 log = logging.getLogger("decisiond.calibrate")
+
+#: Below this many examples of a question type, its fit is printed with a warning (still fitted).
+MIN_EXAMPLES = 30
+#: A ``[calibration]`` header line, and any table header (``[x]``, ``[[x]]``), in a manifest.
+_CALIBRATION = re.compile(r"^\s*\[\s*calibration\s*\]\s*(#.*)?$")
+_TABLE = re.compile(r"^\s*\[")
 
 
 def add_calibrate_parser(sub: Any) -> None:
@@ -72,14 +87,31 @@ def fit(items: list[Any], logits: list[torch.Tensor], complemented: list[bool] |
 
 
 def write_calibration(path: Path, calibration: Calibration) -> None:
-    """Replace (or append) the ``[calibration]`` table of the manifest file at ``path``."""
-    text = path.read_text(encoding="utf-8")
-    text = re.sub(r"(?ms)^(# Fitted by[^\n]*\n)?\[calibration\]\n.*?(?=^\[|\Z)", "", text).rstrip("\n") + "\n"
-    table = "\n".join(f"{k} = {round(v, 4)}" for k, v in calibration.model_dump().items())
-    path.write_text(
-        text + "\n# Fitted by `decisiond calibrate` (NLL on labelled examples).\n[calibration]\n" + table + "\n",
-        encoding="utf-8",
-    )
+    """Replace (or append) the ``[calibration]`` table of the manifest file at ``path``.
+
+    The table goes back where it was, with the contiguous ``#`` comment block directly above its
+    header (which described the old fit) replaced by one ``# Fitted by`` line; the comments and
+    blank lines directly above the next table stay with that table, and nothing else in the file
+    changes. Without a ``[calibration]`` table, the comment and the table are appended.
+    """
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    table = "".join(f"{k} = {round(v, 4)}\n" for k, v in calibration.model_dump().items())
+    block = "# Fitted by `decisiond calibrate` (NLL on labelled examples).\n[calibration]\n" + table
+    header = next((i for i, line in enumerate(lines) if _CALIBRATION.match(line)), None)
+    if header is None:
+        text = "".join(lines).rstrip("\n")
+        path.write_text(text + "\n\n" + block if text else block, encoding="utf-8")
+        return
+    start = header
+    while start > 0 and lines[start - 1].lstrip().startswith("#"):
+        start -= 1
+    end = header + 1
+    while end < len(lines) and not _TABLE.match(lines[end]):
+        end += 1
+    if end < len(lines):  # the comments and blank lines above the next table are that table's
+        while end > header + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+            end -= 1
+    path.write_text("".join(lines[:start]) + block + "".join(lines[end:]), encoding="utf-8")
 
 
 def reliability_plot(path: Path, before: tuple[Any, Any], after: tuple[Any, Any], title: str) -> bool:
@@ -145,9 +177,39 @@ def _confidence(probs: list[torch.Tensor], items: list[Any]) -> tuple[torch.Tens
     return confidence, correct
 
 
-def run_calibrate(args: argparse.Namespace) -> int:
-    """``decisiond calibrate``. Returns 0, or 2 with the reason (no manifest file, bad data, no weights)."""
+def few_examples(items: list[Any], minimum: int = MIN_EXAMPLES) -> dict[str, int]:
+    """The question types with some but fewer than ``minimum`` examples in ``items``, with their
+    counts (``{"score": 7}``), in the order noul, choice, score."""
+    counts = {kind: sum(i.question.kind == kind for i in items) for kind in ("noul", "choice", "score")}
+    return {kind: n for kind, n in counts.items() if 0 < n < minimum}
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    """The :class:`~decisiond.config.Settings` of ``--cache-dir`` and ``--dtype`` (and the
+    environment); ValueError with one line naming the flag and variable when one is out of range."""
     from .config import Settings
+
+    try:
+        return Settings(**({"cache_dir": args.cache_dir} if args.cache_dir else {}), dtype=args.dtype)
+    except ValidationError as exc:
+        raise ValueError(describe_settings_error(exc)) from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error as one line: a pydantic ``ValidationError`` as ``loc: msg; loc: msg``, any other's
+    text with its line breaks made spaces."""
+    if isinstance(exc, ValidationError):
+        errors = exc.errors(include_url=False, include_input=False)
+        text = "; ".join(f"{'.'.join(map(str, e['loc'])) or exc.title}: {e['msg']}" for e in errors)
+    else:
+        text = str(exc)
+    return " ".join(text.splitlines())
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    """``decisiond calibrate``. Returns 0, or 2 with the reason in one line (no manifest file, data
+    that is missing, malformed or holds no examples, a setting out of range, no weights); the
+    manifest is then left as it was."""
     from .evaluate import probabilities, read_items, read_logits
     from .service import load_backend
 
@@ -157,10 +219,13 @@ def run_calibrate(args: argparse.Namespace) -> int:
         if manifest.source is None and not args.dry_run:
             raise ManifestError(f"{manifest.name} has no manifest file to write to; pass a .toml path as --model")
         items = read_items(args.data)
-        settings = Settings(**({"cache_dir": args.cache_dir} if args.cache_dir else {}), dtype=args.dtype)
-        backend = load_backend(manifest, settings)
+        if not items:
+            raise ValueError(f"{args.data} holds no labelled examples: nothing to fit, the manifest is left as it was")
+        for kind, n in few_examples(items).items():
+            log.warning("the %s fit on %d examples is unreliable (fewer than %d); label more", kind, n, MIN_EXAMPLES)
+        backend = load_backend(manifest, _settings(args))
     except (ManifestError, ValueError, OSError) as exc:
-        log.error("decisiond calibrate: %s", exc)
+        log.error("%s", _one_line(exc))
         return 2
     reading = read_logits(backend, items)
     before = probabilities(reading, manifest.calibration)

@@ -20,12 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from .backends.base import Backend, Work
 from .calibration import Calibration, brier, ece
 from .render import Question, to_question
-from .wire import NoulQuestion, ScoreQuestion
 from .wire import Question as WireQuestion
 
 
@@ -41,37 +40,95 @@ class Item:
     relation: dict[str, Any] | None
 
 
+#: The question types a labelled set holds (a box has no calibrated answer).
+LABELLED_TYPES = ("noul", "choice", "score")
+
+
 def read_items(path: Path) -> list[Item]:
-    """Parse a labelled JSONL file.
+    """Parse a labelled JSONL file; blank lines are skipped.
 
     Raises:
-        ValueError: a line that is not an item, naming its line number and the problem.
+        OSError: the file cannot be read (missing, a folder, no permission).
+        ValueError: the file is not UTF-8, or a line is not an item. The message is one line,
+            ``FILE:LINE: problem``: not JSON, not an object, a missing field (``missing field
+            'expected'``), an unknown question type (``unknown question type 'yesno' (noul, choice or
+            score)``), an invalid question (pydantic's errors as ``loc: msg; loc: msg``), or an
+            expected answer that is not one of the question's.
     """
     adapter: TypeAdapter[Any] = TypeAdapter(WireQuestion)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     items = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-            wire = adapter.validate_python(row["question"])
-            question = to_question(wire)
-            expected = row["expected"]
-            if isinstance(wire, NoulQuestion):
-                label = 1 if expected is True else 0 if expected is False else None
-            elif isinstance(wire, ScoreQuestion):
-                label = int(expected) if 0 <= int(expected) < question.size else None
-            else:
-                keys = [o.key for o in question.options]
-                label = keys.index(expected) if expected in keys else None
-            if label is None:
-                raise ValueError(f"expected {expected!r} is not an answer of this question")
-        except (KeyError, ValueError, TypeError) as exc:
-            raise ValueError(f"{path}:{number}: not a labelled item ({str(exc)[:200]})") from exc
-        items.append(
-            Item(str(row.get("id", number)), row.get("domain", ""), row["state"], question, label, row.get("relation"))
-        )
+            items.append(_read_item(adapter, line, number))
+        except ValueError as exc:
+            raise ValueError(" ".join(f"{path}:{number}: {exc}".splitlines())) from exc
     return items
+
+
+def _read_item(adapter: TypeAdapter[Any], line: str, number: int) -> Item:
+    """One line of a labelled set as an :class:`Item`; ValueError with the problem (no location)."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc})") from exc
+    if not isinstance(row, dict):
+        raise ValueError("not a JSON object")
+    for name in ("state", "question", "expected"):
+        if name not in row:
+            raise ValueError(f"missing field {name!r}")
+    raw = row["question"]
+    if not isinstance(raw, dict):
+        raise ValueError("field 'question' is not an object")
+    if "type" not in raw:
+        raise ValueError("missing field 'question.type'")
+    if raw["type"] not in LABELLED_TYPES:
+        unknown = "unsupported" if raw["type"] == "box" else "unknown"
+        raise ValueError(f"{unknown} question type {_short(raw['type'])} (noul, choice or score)")
+    try:
+        question = to_question(adapter.validate_python(raw))
+    except ValidationError as exc:
+        raise ValueError(f"invalid question: {_problems(exc)}") from exc
+    label, answers = _label(question, row["expected"])
+    if label is None:
+        raise ValueError(f"expected {_short(row['expected'])} is not an answer of this question ({answers})")
+    return Item(str(row.get("id", number)), row.get("domain", ""), row["state"], question, label, row.get("relation"))
+
+
+def _label(question: Question, expected: Any) -> tuple[int | None, str]:
+    """The slot index ``expected`` names (None: none), and the answers the question takes, in words."""
+    if question.kind == "noul":
+        return (1 if expected is True else 0 if expected is False else None), "true or false"
+    if question.kind == "score":
+        whole = isinstance(expected, int | float) and not isinstance(expected, bool) and float(expected).is_integer()
+        index = int(expected) if whole else -1
+        return (index if 0 <= index < question.size else None), f"a level index from 0 to {question.size - 1}"
+    keys = [o.key for o in question.options]
+    return (keys.index(expected) if expected in keys else None), _cut("one of " + ", ".join(map(repr, keys)))
+
+
+def _problems(exc: ValidationError, limit: int = 3) -> str:
+    """A question's ``ValidationError`` as ``loc: msg; loc: msg`` (the union's tag left out of the
+    location; past ``limit`` problems, how many more)."""
+    errors = exc.errors(include_url=False, include_input=False)
+    parts = [f"{'.'.join(['question', *map(str, e['loc'][1:])])}: {e['msg']}" for e in errors[:limit]]
+    more = f" (and {len(errors) - limit} more)" if len(errors) > limit else ""
+    return "; ".join(parts) + more
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to 80 characters (an expected answer may be any JSON)."""
+    return _cut(repr(value))
+
+
+def _cut(text: str, width: int = 80) -> str:
+    """``text``, its end replaced by an ellipsis past ``width`` characters."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 @dataclass
