@@ -81,6 +81,9 @@ def test_fit_gives_per_type_values_and_the_noul_offset() -> None:
     calibration = fit(items, logits)
     assert abs(calibration.noul / 2.0 - 1) < TOLERANCE and abs(calibration.noul_offset - 0.5) < 0.1
     assert calibration.choice == 1.0 and calibration.score == 1.0  # no examples: identity
+    kept = fit(items, logits, keep=Calibration(choice=0.3, score=1.7, noul=9.0))
+    assert kept.choice == 0.3 and kept.score == 1.7  # no examples: the manifest's values stay
+    assert kept.noul == calibration.noul and kept.noul_offset == calibration.noul_offset
 
 
 def test_apply_folds_temperature_and_offset_into_the_readout() -> None:

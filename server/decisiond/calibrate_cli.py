@@ -58,17 +58,22 @@ def add_calibrate_parser(sub: Any) -> None:
     parser.add_argument("--dry-run", action="store_true", help="print the fit, leave the manifest unchanged")
 
 
-def fit(items: list[Any], logits: list[torch.Tensor], complemented: list[bool] | None = None) -> Calibration:
+def fit(
+    items: list[Any],
+    logits: list[torch.Tensor],
+    complemented: list[bool] | None = None,
+    keep: Calibration | None = None,
+) -> Calibration:
     """A :class:`Calibration` fitted on base logits (see :func:`decisiond.evaluate.read_logits`).
 
     A noul the backend answered as a complement (``complemented``, per item) is fitted as the question
     the model read: its margin and label both flipped, so the offset stays the model's and the pair
-    "Is X?"/"Is X not?" still sums to 1 (:meth:`Calibration.apply`). Types without examples keep the
-    identity.
+    "Is X?"/"Is X not?" still sums to 1 (:meth:`Calibration.apply`). Types without examples keep their
+    values in ``keep`` (the manifest's, for ``decisiond calibrate``; default the identity).
     """
     import torch  # lazily: the CLI must not import torch before its thread policy
 
-    values: dict[str, float] = {}
+    values: dict[str, float] = (keep or Calibration()).model_dump()
     for kind in ("choice", "score"):
         chosen = [(z, i.label) for i, z in zip(items, logits, strict=True) if i.question.kind == kind]
         if chosen:
@@ -229,7 +234,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         return 2
     reading = read_logits(backend, items)
     before = probabilities(reading, manifest.calibration)
-    fitted = fit(items, reading.logits, reading.complemented)
+    fitted = fit(items, reading.logits, reading.complemented, keep=manifest.calibration)
     after = probabilities(reading, fitted)
     print(report(manifest.name, reading.seconds, items, before, after, fitted))  # noqa: T201
     if args.plot:
