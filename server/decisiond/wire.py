@@ -2,10 +2,10 @@
 
 Schema errors (wrong JSON types, a missing or unknown ``type``, a null level, map-form score
 criteria, an empty ``questions``) are raised by pydantic and answered 422 in FastAPI's shape.
-Limits that depend on server settings are checked by :func:`check_limits`: an empty id, a noul
-with nothing to ask and too many questions are 400 ``api_usage_error``; too many options or levels
-are 422 in FastAPI's shape (see :class:`~decisiond.errors.LimitError`). A lone surrogate anywhere is
-a 422 naming its place (:mod:`decisiond.wire_unicode`). Nothing here knows of tensors.
+Limits that depend on server settings are checked by :func:`check_limits`: an empty id or option
+key, a noul with nothing to ask and too many questions are 400 ``api_usage_error``; too many options
+or levels are 422 in FastAPI's shape (see :class:`~decisiond.errors.LimitError`). A lone surrogate
+anywhere is a 422 naming its place (:mod:`decisiond.wire_unicode`). Nothing here knows of tensors.
 """
 
 from __future__ import annotations
@@ -278,15 +278,21 @@ def check_limits(
             Defaults to 64.
 
     Raises:
-        ApiUsageError: an empty id, a noul with nothing to ask, too many questions, nesting past
-            ``max_depth`` (400).
+        ApiUsageError: an empty id or option key (a key of spaces is not empty: spec/wire.md §2), a
+            noul with nothing to ask, too many questions, nesting past ``max_depth`` (400).
         LimitError: too many options or levels (422, as jevcompat requires).
     """
     if len(request.questions) > max_questions:
         raise ApiUsageError(f"{len(request.questions)} questions in one request; the limit is {max_questions}")
-    for question_id, question in request.questions.items():
+    for position, (question_id, question) in enumerate(request.questions.items(), start=1):
         if question_id == "":
             raise ApiUsageError("a question id is empty; ids must be non-empty strings")
+        if isinstance(question, ChoiceQuestion) and "" in question.criteria:
+            option = list(question.criteria).index("") + 1
+            raise ApiUsageError(
+                f"an option key is empty (option {option} of question {position}); "
+                "option keys must be non-empty strings"
+            )
         where = f"question {describe_id(question_id)}"
         loc = ["body", "questions", question_id, "criteria"]
         if isinstance(question, ChoiceQuestion) and len(question.criteria) > max_options:
