@@ -130,6 +130,41 @@ async def test_semantic_limits_are_400_api_usage_error(
     assert words in detail["message"]
 
 
+@pytest.mark.parametrize(
+    "questions",
+    [
+        {"": NOUL},
+        {"team": {"type": "choice", "criteria": {"": "x", "technical": "bugs"}}},
+        {"urgent": NOUL, "team": {"type": "choice", "criteria": {"billing": None, "": None}}},
+    ],
+)
+async def test_an_empty_option_key_is_refused_as_an_empty_id_is(
+    fake_client: httpx.AsyncClient, questions: dict[str, Any]
+) -> None:
+    """Bug: an empty option key was answered (200, with a probability keyed ``""``) while an empty
+    question id is a 400. Both are refused alike, naming where the empty key is."""
+    resp = await fake_client.post("/v1/systemone", json=body(questions))
+    assert resp.status_code == 400, resp.text
+    detail = resp.json()["detail"]
+    assert detail["error_type"] == "api_usage_error"
+    if "" in questions:
+        assert detail["message"] == "a question id is empty; ids must be non-empty strings"
+    else:
+        position = list(questions).index("team") + 1
+        option = list(questions["team"]["criteria"]).index("") + 1
+        assert detail["message"] == (
+            f"an option key is empty (option {option} of question {position}); option keys must be non-empty strings"
+        )
+
+
+async def test_a_blank_option_key_is_answered_as_a_blank_id_is(fake_client: httpx.AsyncClient) -> None:
+    """A key of spaces is a non-empty string, for question ids and option keys alike (spec/wire.md §2)."""
+    blank = {"type": "choice", "criteria": {" ": "x", "b": None}}
+    resp = await fake_client.post("/v1/systemone", json=body({" ": blank}))
+    assert resp.status_code == 200, resp.text
+    assert list(resp.json()["answers"][" "]["probabilities"]) == [" ", "b"]
+
+
 async def test_token_budget_is_400_max_tokens_exceeded() -> None:
     settings = Settings(max_wait_ms=0, max_state_tokens=20)
     app = create_app(settings, service=fake_service(settings))

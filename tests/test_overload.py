@@ -4,8 +4,10 @@ nothing is lost or doubled."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import httpx
+import pytest
 
 from decisiond.app import create_app
 from decisiond.backends.fake import FakeBackend
@@ -23,9 +25,12 @@ def _app(settings: Settings, backend: FakeBackend) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=transport, base_url="http://t", timeout=30)
 
 
-async def test_full_queue_gets_529_with_retry_after_and_every_request_one_answer() -> None:
+async def test_full_queue_gets_529_with_retry_after_and_every_request_one_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     backend = GatedFake()
     settings = Settings(max_wait_ms=0, max_queue=4)
+    caplog.set_level(logging.INFO, logger="decisiond.access")
     async with _app(settings, backend) as client:
 
         async def send(i: int) -> httpx.Response:
@@ -57,6 +62,9 @@ async def test_full_queue_gets_529_with_retry_after_and_every_request_one_answer
         else:
             assert r.json()["answers"]["q"]["type"] == "noul"
     assert sum(backend.calls) == statuses.count(200)  # each admitted request computed exactly once
+    lines = {r.fields["id"]: r.fields for r in caplog.records if r.name == "decisiond.access"}
+    for r in responses:  # a 529's access line names the model, as an answer's does (it said null)
+        assert lines[r.headers["x-request-id"]]["model"] == "fake-1", lines[r.headers["x-request-id"]]
 
 
 async def test_a_request_that_waits_too_long_gets_529_and_is_not_computed() -> None:

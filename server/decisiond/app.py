@@ -37,7 +37,7 @@ from .auth import BEARER, AuthMiddleware
 from .body import BodyDecodingMiddleware
 from .config import Settings
 from .errors import DecisionError, InternalError, Unavailable
-from .handlers import decision_error, error_response, http_error, validation_error
+from .handlers import decision_error, error_response, http_error, served_model_name, validation_error
 from .limits import BodyLimitMiddleware, BodyTimeoutMiddleware
 from .manifest import Manifest, find_manifest
 from .metrics import CONTENT_TYPE, Metrics
@@ -344,7 +344,11 @@ def _decision_routes(metrics: Metrics) -> APIRouter:
         """
         request.state.questions = len(body.questions)
         arrived = getattr(request.state, "arrived", None)  # the request timeout runs from arrival
-        decision = await service.decide(body, client_gone=_until_disconnect(request), arrived=arrived)
+        try:
+            decision = await service.decide(body, client_gone=_until_disconnect(request), arrived=arrived)
+        except Exception:  # a refusal's access line names the model too, as an answer's does
+            request.state.model = served_model_name(request, body.model)
+            raise
         request.state.model = decision.model
         request.state.tokens = decision.input_tokens
         request.state.timings = decision.timings_ms

@@ -25,9 +25,26 @@ async def decision_error(_: Request, exc: Exception) -> JSONResponse:
     return error_response(exc)
 
 
-async def validation_error(_: Request, exc: Exception) -> JSONResponse:
-    """FastAPI's 422 shape without ``input`` or ``ctx``, so no error body quotes the state or a key."""
+def served_model_name(request: Request, name: Any) -> str | None:
+    """The served model a body's ``model`` resolves to (absent: the default), for the access line of
+    a refused request; None while nothing is served or when it names no served model, so the
+    caller's own text never reaches the log."""
+    service = getattr(getattr(request.app.state, "runtime", None), "service", None)
+    if service is None or not (name is None or isinstance(name, str)):
+        return None
+    try:
+        return str(service.resolve(name).name)
+    except ApiUsageError:
+        return None
+
+
+async def validation_error(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 shape without ``input`` or ``ctx``, so no error body quotes the state or a key.
+    The access line names the model the body asked for, when it is a served one (the body is already
+    parsed: FastAPI hands it over with the errors)."""
     assert isinstance(exc, RequestValidationError)
+    if isinstance(exc.body, dict):
+        request.state.model = served_model_name(request, exc.body.get("model"))
     detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()]
     return JSONResponse({"detail": detail}, status_code=422)
 

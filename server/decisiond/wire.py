@@ -2,9 +2,10 @@
 
 Schema errors (wrong JSON types, a missing or unknown ``type``, a null level, map-form score
 criteria, an empty ``questions``) are raised by pydantic and answered 422 in FastAPI's shape.
-Limits that depend on server settings are checked by :func:`check_limits`: an empty id, a noul with
-nothing to ask and too many questions are 400 ``api_usage_error``; too many options or levels are
-422 in FastAPI's shape (see :class:`~decisiond.errors.LimitError`). Nothing here knows of tensors.
+Limits that depend on server settings are checked by :func:`check_limits`: an empty id or option
+key, a noul with nothing to ask and too many questions are 400 ``api_usage_error``; too many options
+or levels are 422 in FastAPI's shape (see :class:`~decisiond.errors.LimitError`). A lone surrogate
+anywhere is a 422 naming its place (:mod:`decisiond.wire_unicode`). Nothing here knows of tensors.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
 from .errors import ApiUsageError, LimitError
+from .wire_unicode import invalid_unicode_at
 
 #: Text the model reads: a string, or an object or array rendered as JSON. Never a number or bool.
 Text = StrictStr | dict[str, Any] | list[Any]
@@ -79,57 +81,15 @@ class ImageAsset(_Lenient):
     data_base64: StrictStr
 
 
-def _is_valid_unicode(text: str) -> bool:
-    """Whether ``text`` encodes to UTF-8: no lone UTF-16 surrogate (``"\\ud800"`` in JSON decodes to one)."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _shown(key: str) -> str:
-    """A key as a message may show it: cut to 40 characters, quoted unless a plain name; ``repr``
-    escapes a surrogate (``'q\\ud800'``), so the message always encodes."""
-    shown = key[:40]
-    return shown if shown.isidentifier() and shown.isascii() else repr(shown)
-
-
-def invalid_unicode_at(value: Any) -> str | None:
-    """The dotted path of the first string (value or key) that holds a lone surrogate, or None
-    (iterative: a deep value costs no recursion).
-
-    Example:
-        >>> invalid_unicode_at({"questions": {"q": {"criteria": {"ok": "bad \\ud800"}}}})
-        'questions.q.criteria.ok'
-    """
-    stack: list[tuple[Any, str]] = [(value, "")]
-    while stack:
-        item, path = stack.pop()
-        if isinstance(item, str):
-            if not _is_valid_unicode(item):
-                return path or "body"
-        elif isinstance(item, dict):
-            for key, child in reversed(list(item.items())):
-                where = f"{path}.{_shown(str(key))}" if path else _shown(str(key))
-                if isinstance(key, str) and not _is_valid_unicode(key):
-                    return f"{where} (a key)"
-                stack.append((child, where))
-        elif isinstance(item, list):
-            stack.extend((child, f"{path}[{i}]") for i, child in reversed(list(enumerate(item))))
-    return None
-
-
 class DecisionRequest(_Lenient):
     """The body of ``POST /v1/systemone``."""
 
     @model_validator(mode="before")
     @classmethod
     def _valid_unicode(cls, data: Any) -> Any:
-        """Refuse a lone UTF-16 surrogate anywhere (422 naming the field), before any field is read:
-        a tokenizer or the response encoder would raise on one (a 5xx)."""
+        """Refuse a lone UTF-16 surrogate anywhere (422 naming the field by its place, never by a key's
+        text: :func:`~decisiond.wire_unicode.invalid_unicode_at`), before any field is read: a
+        tokenizer or the response encoder would raise on one (a 5xx)."""
         where = invalid_unicode_at(data)
         if where is not None:
             raise PydanticCustomError(
@@ -318,15 +278,21 @@ def check_limits(
             Defaults to 64.
 
     Raises:
-        ApiUsageError: an empty id, a noul with nothing to ask, too many questions, nesting past
-            ``max_depth`` (400).
+        ApiUsageError: an empty id or option key (a key of spaces is not empty: spec/wire.md §2), a
+            noul with nothing to ask, too many questions, nesting past ``max_depth`` (400).
         LimitError: too many options or levels (422, as jevcompat requires).
     """
     if len(request.questions) > max_questions:
         raise ApiUsageError(f"{len(request.questions)} questions in one request; the limit is {max_questions}")
-    for question_id, question in request.questions.items():
+    for position, (question_id, question) in enumerate(request.questions.items(), start=1):
         if question_id == "":
             raise ApiUsageError("a question id is empty; ids must be non-empty strings")
+        if isinstance(question, ChoiceQuestion) and "" in question.criteria:
+            option = list(question.criteria).index("") + 1
+            raise ApiUsageError(
+                f"an option key is empty (option {option} of question {position}); "
+                "option keys must be non-empty strings"
+            )
         where = f"question {describe_id(question_id)}"
         loc = ["body", "questions", question_id, "criteria"]
         if isinstance(question, ChoiceQuestion) and len(question.criteria) > max_options:
