@@ -45,7 +45,6 @@ import asyncio
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
@@ -102,20 +101,7 @@ def run_level_rounds(
                 acc[5] += after[1] - before[1]
     results = {}
     for name, (latencies, errors, asked, elapsed, batches, served) in pooled.items():
-        latencies.sort()
-        cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [latencies[0]] * 99
-        results[name] = LoadResult(
-            clients,
-            len(latencies),
-            errors,
-            elapsed,
-            len(latencies) / elapsed,
-            asked / elapsed,
-            statistics.median(latencies),
-            cuts[94],
-            cuts[98],
-            served / batches if batches else None,
-        )
+        results[name] = LoadResult.of(clients, latencies, errors, asked, elapsed, served / batches if batches else None)
     return results
 
 

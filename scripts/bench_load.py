@@ -93,6 +93,32 @@ class LoadResult:
     p99_ms: float
     mean_batch: float | None = None
 
+    @classmethod
+    def of(
+        cls,
+        clients: int,
+        latencies: list[float],
+        errors: int,
+        asked: int,
+        elapsed: float,
+        mean_batch: float | None = None,
+    ) -> LoadResult:
+        """The figures of a run from its latencies (ms, any order), errors, questions asked and seconds."""
+        latencies = sorted(latencies)
+        cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [latencies[0]] * 99
+        return cls(
+            clients,
+            len(latencies),
+            errors,
+            elapsed,
+            len(latencies) / elapsed,
+            asked / elapsed,
+            statistics.median(latencies),
+            cuts[94],
+            cuts[98],
+            mean_batch,
+        )
+
 
 @dataclass
 class Ceiling:
@@ -252,19 +278,7 @@ async def closed_loop(
     port: int, requests: list[bytes], questions: list[int], clients: int, seconds: float
 ) -> LoadResult:
     latencies, errors, asked, elapsed = await drive(port, requests, questions, clients, seconds)
-    latencies.sort()
-    cuts = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [latencies[0]] * 99
-    return LoadResult(
-        clients,
-        len(latencies),
-        errors,
-        elapsed,
-        len(latencies) / elapsed,
-        asked / elapsed,
-        statistics.median(latencies),
-        cuts[94],
-        cuts[98],
-    )
+    return LoadResult.of(clients, latencies, errors, asked, elapsed)
 
 
 _ENCODED: dict[str, tuple[list[bytes], list[int]]] = {}
